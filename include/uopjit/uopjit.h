@@ -1,0 +1,137 @@
+/* uopjit.h — the public C API of uopjit (umbrella header).
+ *
+ * In: a context (uj_ctx) that owns every node built in it; programs built
+ * node by node (uj_uop_new, uj_const_*, uj_var) or parsed from the text form
+ * (uj_parse). Out: interned, immutable UOp nodes; their text form
+ * (uj_print); checked (uj_check) and simplified (uj_simplify) graphs.
+ * Errors: functions return NULL or a uj_status != UJ_OK and leave a message
+ * in the context (uj_error). Nothing aborts on bad input. */
+#ifndef UOPJIT_H
+#define UOPJIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct uj_ctx uj_ctx;
+typedef struct uj_uop uj_uop;
+
+typedef enum uj_status {
+  UJ_OK = 0,
+  UJ_ERR_PARSE,  /* malformed text */
+  UJ_ERR_SPEC,   /* a graph that breaks the op table (type or arity) */
+  UJ_ERR_IO,     /* unreadable file */
+  UJ_ERR_NOMEM,  /* allocation failed */
+  UJ_ERR_ARG,    /* bad argument to an API call */
+} uj_status;
+
+/* Scalar kinds. Order matters: ints are grouped, then floats. */
+typedef enum uj_scalar {
+  UJ_VOID,
+  UJ_BOOL,
+  UJ_INT8, UJ_INT16, UJ_INT32, UJ_INT64,
+  UJ_UINT8, UJ_UINT16, UJ_UINT32, UJ_UINT64,
+  UJ_FLOAT16, UJ_BFLOAT16, UJ_FLOAT32, UJ_FLOAT64,
+  UJ_SCALAR_COUNT
+} uj_scalar;
+
+/* Address space of a pointer dtype; UJ_AS_NONE means "not a pointer". */
+typedef enum uj_addrspace {
+  UJ_AS_NONE, UJ_AS_GLOBAL, UJ_AS_LOCAL, UJ_AS_REG, UJ_AS_COUNT
+} uj_addrspace;
+
+/* A dtype is a value: scalar kind, vector lanes (1 = scalar) and, for a
+ * pointer, its address space (the pointee is scalar x lanes). */
+typedef struct uj_dtype {
+  uint8_t scalar;  /* uj_scalar */
+  uint8_t space;   /* uj_addrspace; UJ_AS_NONE for values */
+  uint16_t lanes;  /* >= 1 */
+} uj_dtype;
+
+/* The op set; one line each in lib/uop/ops.c with arity, arg kind, flags
+ * and type rule. New ops are appended before UJ_OP_COUNT. */
+typedef enum uj_op {
+  /* program */
+  UJ_OP_SINK, UJ_OP_CONST, UJ_OP_PARAM, UJ_OP_CALL, UJ_OP_DEFINE_VAR,
+  /* memory */
+  UJ_OP_BUFFER, UJ_OP_INDEX, UJ_OP_LOAD, UJ_OP_STORE,
+  /* unary */
+  UJ_OP_RECIP, UJ_OP_NEG, UJ_OP_EXP2, UJ_OP_LOG2, UJ_OP_SIN, UJ_OP_SQRT,
+  UJ_OP_CAST, UJ_OP_BITCAST,
+  /* binary */
+  UJ_OP_ADD, UJ_OP_SUB, UJ_OP_MUL, UJ_OP_IDIV, UJ_OP_FDIV, UJ_OP_MOD,
+  UJ_OP_MAX, UJ_OP_CMPLT, UJ_OP_CMPNE, UJ_OP_CMPEQ, UJ_OP_AND, UJ_OP_OR,
+  UJ_OP_XOR, UJ_OP_SHL, UJ_OP_SHR,
+  /* ternary */
+  UJ_OP_WHERE, UJ_OP_MULACC,
+  UJ_OP_COUNT
+} uj_op;
+
+/* The arg of a node: an optional name and a list of integers. What they
+ * mean depends on the op (docs/ir.md): CONST holds its value in ints[0]
+ * (see uj_const_*), DEFINE_VAR its name and [min, max], PARAM its slot,
+ * BUFFER (id, size) and its device name, CALL the callee and launch dims. */
+typedef struct uj_arg {
+  const char *name;     /* NULL when the op takes no name */
+  const int64_t *ints;  /* may be NULL when nints == 0 */
+  uint32_t nints;
+} uj_arg;
+
+/* ---- context ---- */
+uj_ctx *uj_ctx_new(void);
+void uj_ctx_free(uj_ctx *ctx);
+/* The message of the last error, "" when there was none. */
+const char *uj_error(const uj_ctx *ctx);
+/* Number of nodes interned so far (dense ids are 0 .. count-1). */
+size_t uj_ctx_node_count(const uj_ctx *ctx);
+
+/* ---- dtypes ---- */
+uj_dtype uj_dtype_scalar(uj_scalar s);
+uj_dtype uj_dtype_vec(uj_scalar s, unsigned lanes);
+uj_dtype uj_dtype_ptr(uj_scalar s, unsigned lanes, uj_addrspace space);
+bool uj_dtype_eq(uj_dtype a, uj_dtype b);
+/* Writes the dtype's text form ("float32x8", "int32*local") into buf. */
+const char *uj_dtype_name(uj_dtype d, char *buf, size_t size);
+
+/* ---- building nodes (interned: equal inputs give the same pointer) ---- */
+/* Returns NULL (and sets the error) when the node breaks its op's rule. */
+const uj_uop *uj_uop_new(uj_ctx *ctx, uj_op op, uj_dtype dtype,
+                         const uj_uop *const *src, size_t nsrc, uj_arg arg);
+const uj_uop *uj_const_int(uj_ctx *ctx, uj_dtype dtype, int64_t value);
+const uj_uop *uj_const_float(uj_ctx *ctx, uj_dtype dtype, double value);
+const uj_uop *uj_const_bool(uj_ctx *ctx, bool value);
+const uj_uop *uj_var(uj_ctx *ctx, uj_dtype dtype, const char *name,
+                     int64_t min, int64_t max);
+
+/* ---- reading nodes ---- */
+uj_op uj_uop_op(const uj_uop *u);
+uj_dtype uj_uop_dtype(const uj_uop *u);
+size_t uj_uop_nsrc(const uj_uop *u);
+const uj_uop *uj_uop_src(const uj_uop *u, size_t i);
+uj_arg uj_uop_arg(const uj_uop *u);
+uint32_t uj_uop_id(const uj_uop *u);
+/* Integer bounds; false when the node has none (floats, unknown uint64). */
+bool uj_uop_bounds(const uj_uop *u, int64_t *vmin, int64_t *vmax);
+const char *uj_op_name(uj_op op);
+
+/* ---- text form (docs/text-form.md) ---- */
+/* Parses one program; `where` names the source in messages ("<stdin>").
+ * NULL on error, with "where:line:col: message" in uj_error. */
+const uj_uop *uj_parse(uj_ctx *ctx, const char *text, const char *where);
+/* The text form of a graph, malloc'd (free with free()); NULL on no memory. */
+char *uj_print(uj_ctx *ctx, const uj_uop *root);
+
+/* ---- checking and simplifying ---- */
+/* Checks every node under root against the op table. */
+uj_status uj_check(uj_ctx *ctx, const uj_uop *root);
+/* Symbolic simplification to a fixpoint (docs/symbolic.md). */
+const uj_uop *uj_simplify(uj_ctx *ctx, const uj_uop *root);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

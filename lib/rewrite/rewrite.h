@@ -1,0 +1,61 @@
+/* rewrite.h — the one rewrite engine: patterns, rule sets, graph_rewrite.
+ *
+ * A rule is a pattern, written in a small text form, and a C function that
+ * builds the replacement or declines (returns NULL):
+ *
+ *   static const Rule rules[] = {
+ *     {"(ADD x (CONST 0))", rw_x},             // x+0 -> x
+ *     {"(MUL:int x z=(CONST 0))", rw_z},       // x*0 -> 0 (ints)
+ *     {"(SUB x x)", rw_zero},                  // x-x -> 0
+ *   };
+ *
+ * Pattern grammar (docs/rewrite.md):
+ *   pat  := BIND | '_' | [BIND '='] '(' OPS [':' CLASS] [VALUE] pat* ['...'] ')'
+ *   OPS  := OP ('|' OP)* ['~']     '~': also try the two sources swapped
+ *   BIND := one lower-case letter; the same letter twice must be one node
+ *   CLASS:= int | sint | uint | float | bool | ptr | a dtype name (float32...)
+ *   VALUE:= a CONST's value: 0, -1, 2.5, true, false (compared in its dtype)
+ *   '...' after the sources: any further sources
+ * Matching dispatches on the root op: a rule costs nothing for other ops.
+ *
+ * graph_rewrite rewrites bottom-up to a fixpoint, memoised on node id and
+ * iterative (no recursion over the graph). */
+#ifndef UJ_REWRITE_H
+#define UJ_REWRITE_H
+
+#include "uop/uop.h"
+
+/* Nodes bound by a match, by letter: m->x is what 'x' matched. */
+typedef union Binds {
+  const UOp *slot[26];
+  struct {
+    const UOp *a, *b, *c, *d, *e, *f, *g, *h, *i, *j, *k, *l, *m, *n, *o, *p, *q,
+        *r, *s, *t, *u, *v, *w, *x, *y, *z;
+  };
+} Binds;
+
+typedef struct Rewriter {
+  Ctx *ctx;
+  const RuleSet *rules;
+  void *user; /* whatever the rule set's functions need */
+} Rewriter;
+
+/* Returns the replacement of root, or NULL to decline. */
+typedef const UOp *(*RuleFn)(Rewriter *rw, const UOp *root, const Binds *m);
+
+typedef struct Rule {
+  const char *pattern;
+  RuleFn fn;
+} Rule;
+
+/* Compiles rules; NULL with the error set when a pattern is malformed. */
+RuleSet *ruleset_new(Ctx *ctx, const Rule *rules, size_t n);
+void ruleset_free(RuleSet *rs);
+/* The first rule that matches u and does not decline, applied once;
+ * u itself when none does. */
+const UOp *ruleset_apply(Rewriter *rw, const UOp *u);
+/* Rewrites the graph under root to a fixpoint; NULL with the error set
+ * when out of memory or when the rules do not converge. */
+const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user);
+
+#endif

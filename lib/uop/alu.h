@@ -1,0 +1,27 @@
+/* alu.h — the semantics of every ALU op on one lane, shared by constant
+ * folding (lib/symbolic) and the reference evaluator (eval.c).
+ *
+ * A value of one lane is a 64-bit "word": bool 0/1; signed ints
+ * sign-extended; unsigned ints zero-extended; floats as the bits of a double
+ * that holds the value already rounded to its dtype (NaN is one canonical
+ * quiet NaN). The choices for the corner cases are in docs/semantics.md. */
+#ifndef UJ_ALU_H
+#define UJ_ALU_H
+
+#include <stdint.h>
+
+#include "uop/uop.h"
+
+/* Brings a raw word into canonical form: wraps ints to their width, bools
+ * to 0/1, rounds floats (given as double bits) to their format. */
+uint64_t word_normalize(uj_scalar s, uint64_t raw);
+uint64_t word_from_double(uj_scalar s, double v);
+uint64_t word_from_int(uj_scalar s, int64_t v);
+double word_to_double(uj_scalar s, uint64_t w); /* any scalar, as a number */
+/* The value of an op on one lane. `out` is the result scalar; `in` is the
+ * scalar of the first value operand (the second for WHERE). */
+uint64_t alu_eval(Op op, uj_scalar out, uj_scalar in, const uint64_t *args);
+/* Writes a float word the way the text form spells it ("1.5", "inf", "nan"). */
+void word_format_float(uint64_t w, char *buf, int size);
+
+#endif

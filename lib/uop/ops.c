@@ -1,0 +1,243 @@
+/* ops.c — the op table: for each op its name, arity, arg kind, property
+ * flags and type rule. The spec checker (spec.c) and the text form read it;
+ * nothing else knows per-op facts that belong here.
+ *
+ * A type rule looks at one node (its sources and arg), and either returns
+ * NULL after writing the dtype the node must have, or returns a message
+ * saying what is wrong. docs/ir.md lists the same rules in prose. */
+#include <stdio.h>
+#include <string.h>
+
+#include "uop/uop.h"
+
+#define FAIL(...) (snprintf(buf, size, __VA_ARGS__), buf)
+
+static const char *dname(DType d, char *b, size_t n) { return dtype_str(d, b, n); }
+
+/* All value sources of u (from index `from` on) share one dtype. */
+static const char *same_dtypes(const UOp *u, uint32_t from, char *buf, size_t size) {
+  for (uint32_t i = from + 1; i < u->nsrc; i++) {
+    if (!dt_eq(u->src[i]->dtype, u->src[from]->dtype)) {
+      char a[32], b[32];
+      return FAIL("sources have different dtypes %s and %s",
+                  dname(u->src[from]->dtype, a, sizeof a),
+                  dname(u->src[i]->dtype, b, sizeof b));
+    }
+  }
+  return NULL;
+}
+
+enum Accept { ACC_INT = 1, ACC_FLOAT = 2, ACC_BOOL = 4 };
+
+static const char *accepts(const UOp *u, DType d, unsigned acc, char *buf, size_t size) {
+  bool ok = (dt_is_int(d) && (acc & ACC_INT)) || (dt_is_float(d) && (acc & ACC_FLOAT)) ||
+            (dt_is_bool(d) && (acc & ACC_BOOL));
+  if (ok) return NULL;
+  char a[32];
+  return FAIL("%s does not take dtype %s", op_table[u->op].name, dname(d, a, sizeof a));
+}
+
+static const char *alu_rule(const UOp *u, DType *out, unsigned acc, char *buf, size_t size) {
+  const char *err = same_dtypes(u, 0, buf, size);
+  if (err) return err;
+  err = accepts(u, u->src[0]->dtype, acc, buf, size);
+  if (err) return err;
+  *out = u->src[0]->dtype;
+  return NULL;
+}
+
+static const char *rule_numeric(const UOp *u, DType *out, char *buf, size_t size) {
+  return alu_rule(u, out, ACC_INT | ACC_FLOAT, buf, size);
+}
+static const char *rule_int(const UOp *u, DType *out, char *buf, size_t size) {
+  return alu_rule(u, out, ACC_INT, buf, size);
+}
+static const char *rule_float(const UOp *u, DType *out, char *buf, size_t size) {
+  return alu_rule(u, out, ACC_FLOAT, buf, size);
+}
+static const char *rule_any_value(const UOp *u, DType *out, char *buf, size_t size) {
+  return alu_rule(u, out, ACC_INT | ACC_FLOAT | ACC_BOOL, buf, size);
+}
+static const char *rule_bits(const UOp *u, DType *out, char *buf, size_t size) {
+  return alu_rule(u, out, ACC_INT | ACC_BOOL, buf, size);
+}
+
+static const char *rule_compare(const UOp *u, DType *out, char *buf, size_t size) {
+  const char *err = alu_rule(u, out, ACC_INT | ACC_FLOAT | ACC_BOOL, buf, size);
+  if (!err) *out = dt_with_scalar(u->src[0]->dtype, UJ_BOOL);
+  return err;
+}
+
+/* WHERE's condition differs from its values, so check values from src 1. */
+static const char *rule_where_values(const UOp *u, DType *out, char *buf, size_t size) {
+  DType c = u->src[0]->dtype;
+  char a[32];
+  if (!dt_is_bool(c)) return FAIL("WHERE condition must be bool, not %s", dname(c, a, sizeof a));
+  const char *err = same_dtypes(u, 1, buf, size);
+  if (err) return err;
+  DType v = u->src[1]->dtype;
+  if (dt_is_ptr(v) || dt_is_void(v)) return FAIL("WHERE values must be values, not %s", dname(v, a, sizeof a));
+  if (c.lanes != v.lanes)
+    return FAIL("WHERE condition has %u lanes, values %u", (unsigned)c.lanes, (unsigned)v.lanes);
+  *out = v;
+  return NULL;
+}
+
+static const char *rule_cast(const UOp *u, DType *out, char *buf, size_t size) {
+  DType from = u->src[0]->dtype, to = u->dtype;
+  char a[32], b[32];
+  if (dt_is_ptr(from) || dt_is_void(from) || dt_is_ptr(to) || dt_is_void(to))
+    return FAIL("cannot %s %s to %s", op_table[u->op].name, dname(from, a, sizeof a),
+                dname(to, b, sizeof b));
+  if (from.lanes != to.lanes)
+    return FAIL("%s changes lanes: %s to %s", op_table[u->op].name, dname(from, a, sizeof a),
+                dname(to, b, sizeof b));
+  if (u->op == UJ_OP_BITCAST && (dt_bits(from) != dt_bits(to) || dt_is_bool(from) || dt_is_bool(to)))
+    return FAIL("BITCAST needs equal widths: %s is not %s", dname(from, a, sizeof a),
+                dname(to, b, sizeof b));
+  *out = to;
+  return NULL;
+}
+
+static const char *rule_given_value(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  if (dt_is_ptr(u->dtype) || dt_is_void(u->dtype))
+    return FAIL("%s must have a value dtype, not %s", op_table[u->op].name, dname(u->dtype, a, sizeof a));
+  *out = u->dtype;
+  return NULL;
+}
+
+static const char *rule_const(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  if (u->dtype.lanes != 1) return FAIL("CONST must be a scalar, not %s", dname(u->dtype, a, sizeof a));
+  return rule_given_value(u, out, buf, size);
+}
+
+static const char *rule_var(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  if (!dt_is_int(u->dtype) || u->dtype.lanes != 1)
+    return FAIL("DEFINE_VAR must be a scalar int, not %s", dname(u->dtype, a, sizeof a));
+  int64_t lo, hi;
+  if (u->ints[0] > u->ints[1]) return FAIL("DEFINE_VAR %s has min %lld > max %lld", u->name,
+                                           (long long)u->ints[0], (long long)u->ints[1]);
+  if (dtype_full_bounds(u->dtype, &lo, &hi) && (u->ints[0] < lo || u->ints[1] > hi))
+    return FAIL("DEFINE_VAR %s range [%lld, %lld] does not fit %s", u->name, (long long)u->ints[0],
+                (long long)u->ints[1], dname(u->dtype, a, sizeof a));
+  if (!dtype_full_bounds(u->dtype, &lo, &hi) && u->ints[0] < 0)
+    return FAIL("DEFINE_VAR %s of %s cannot be negative", u->name, dname(u->dtype, a, sizeof a));
+  *out = u->dtype;
+  return NULL;
+}
+
+static const char *rule_pointer(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  if (!dt_is_ptr(u->dtype)) return FAIL("%s must be a pointer, not %s", op_table[u->op].name,
+                                        dname(u->dtype, a, sizeof a));
+  if (u->op == UJ_OP_BUFFER && (u->ints[1] < 0))
+    return FAIL("BUFFER size %lld is negative", (long long)u->ints[1]);
+  *out = u->dtype;
+  return NULL;
+}
+
+static const char *rule_param(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  if (dt_is_void(u->dtype)) return FAIL("PARAM cannot be %s", dname(u->dtype, a, sizeof a));
+  if (u->ints[0] < 0) return FAIL("PARAM slot %lld is negative", (long long)u->ints[0]);
+  *out = u->dtype;
+  return NULL;
+}
+
+static const char *rule_void(const UOp *u, DType *out, char *buf, size_t size) {
+  *out = dt_scalar(UJ_VOID);
+  return NULL;
+}
+
+/* INDEX(ptr, idx[, gate]): a pointer to element idx; gate false disables it. */
+static const char *rule_index(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  DType p = u->src[0]->dtype, i = u->src[1]->dtype;
+  if (!dt_is_ptr(p)) return FAIL("INDEX needs a pointer, not %s", dname(p, a, sizeof a));
+  if (!dt_is_int(i) || i.lanes != 1) return FAIL("INDEX needs a scalar int index, not %s", dname(i, a, sizeof a));
+  if (u->nsrc == 3 && !(dt_is_bool(u->src[2]->dtype) && u->src[2]->dtype.lanes == 1))
+    return FAIL("INDEX gate must be bool, not %s", dname(u->src[2]->dtype, a, sizeof a));
+  *out = p;
+  return NULL;
+}
+
+/* LOAD(ptr[, alt]): the value at ptr; alt (default 0) where the gate is off. */
+static const char *rule_load(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32], b[32];
+  DType p = u->src[0]->dtype;
+  if (!dt_is_ptr(p) || dt_is_void(dt_base(p))) return FAIL("LOAD needs a pointer, not %s", dname(p, a, sizeof a));
+  if (u->nsrc == 2 && !dt_eq(u->src[1]->dtype, dt_base(p)))
+    return FAIL("LOAD alternative is %s, loaded value %s", dname(u->src[1]->dtype, a, sizeof a),
+                dname(dt_base(p), b, sizeof b));
+  *out = dt_base(p);
+  return NULL;
+}
+
+static const char *rule_store(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32], b[32];
+  DType p = u->src[0]->dtype, v = u->src[1]->dtype;
+  if (!dt_is_ptr(p)) return FAIL("STORE needs a pointer, not %s", dname(p, a, sizeof a));
+  if (!dt_eq(dt_base(p), v))
+    return FAIL("STORE of %s through %s", dname(v, a, sizeof a), dname(p, b, sizeof b));
+  *out = dt_scalar(UJ_VOID);
+  return NULL;
+}
+
+#define ALU1 (OPF_ALU | OPF_UNARY)
+#define ALU2 (OPF_ALU | OPF_BINARY)
+#define COMM (OPF_COMMUTATIVE | OPF_ASSOCIATIVE)
+
+const OpInfo op_table[UJ_OP_COUNT] = {
+  /*                 name          src     arg         flags                 inferred  type rule */
+  [UJ_OP_SINK]    = {"SINK",       0, -1,  ARG_NONE,   0,                    true,  rule_void},
+  [UJ_OP_CONST]   = {"CONST",      0, 0,   ARG_CONST,  0,                    false, rule_const},
+  [UJ_OP_PARAM]   = {"PARAM",      0, 0,   ARG_SLOT,   0,                    false, rule_param},
+  [UJ_OP_CALL]    = {"CALL",       0, -1,  ARG_CALL,   0,                    true,  rule_void},
+  [UJ_OP_DEFINE_VAR] = {"DEFINE_VAR", 0, 0, ARG_VAR,   0,                    false, rule_var},
+  [UJ_OP_BUFFER]  = {"BUFFER",     0, 0,   ARG_BUFFER, 0,                    false, rule_pointer},
+  [UJ_OP_INDEX]   = {"INDEX",      2, 3,   ARG_NONE,   0,                    true,  rule_index},
+  [UJ_OP_LOAD]    = {"LOAD",       1, 2,   ARG_NONE,   0,                    true,  rule_load},
+  [UJ_OP_STORE]   = {"STORE",      2, 2,   ARG_NONE,   0,                    true,  rule_store},
+  [UJ_OP_RECIP]   = {"RECIP",      1, 1,   ARG_NONE,   ALU1,                 true,  rule_float},
+  [UJ_OP_NEG]     = {"NEG",        1, 1,   ARG_NONE,   ALU1,                 true,  rule_numeric},
+  [UJ_OP_EXP2]    = {"EXP2",       1, 1,   ARG_NONE,   ALU1,                 true,  rule_float},
+  [UJ_OP_LOG2]    = {"LOG2",       1, 1,   ARG_NONE,   ALU1,                 true,  rule_float},
+  [UJ_OP_SIN]     = {"SIN",        1, 1,   ARG_NONE,   ALU1,                 true,  rule_float},
+  [UJ_OP_SQRT]    = {"SQRT",       1, 1,   ARG_NONE,   ALU1,                 true,  rule_float},
+  [UJ_OP_CAST]    = {"CAST",       1, 1,   ARG_NONE,   OPF_ALU,              false, rule_cast},
+  [UJ_OP_BITCAST] = {"BITCAST",    1, 1,   ARG_NONE,   OPF_ALU,              false, rule_cast},
+  [UJ_OP_ADD]     = {"ADD",        2, 2,   ARG_NONE,   ALU2 | COMM,          true,  rule_numeric},
+  [UJ_OP_SUB]     = {"SUB",        2, 2,   ARG_NONE,   ALU2,                 true,  rule_numeric},
+  [UJ_OP_MUL]     = {"MUL",        2, 2,   ARG_NONE,   ALU2 | COMM,          true,  rule_numeric},
+  [UJ_OP_IDIV]    = {"IDIV",       2, 2,   ARG_NONE,   ALU2,                 true,  rule_int},
+  [UJ_OP_FDIV]    = {"FDIV",       2, 2,   ARG_NONE,   ALU2,                 true,  rule_float},
+  [UJ_OP_MOD]     = {"MOD",        2, 2,   ARG_NONE,   ALU2,                 true,  rule_int},
+  [UJ_OP_MAX]     = {"MAX",        2, 2,   ARG_NONE,   ALU2 | COMM,          true,  rule_any_value},
+  [UJ_OP_CMPLT]   = {"CMPLT",      2, 2,   ARG_NONE,   ALU2 | OPF_COMPARE,   true,  rule_compare},
+  [UJ_OP_CMPNE]   = {"CMPNE",      2, 2,   ARG_NONE,   ALU2 | OPF_COMPARE | OPF_COMMUTATIVE, true, rule_compare},
+  [UJ_OP_CMPEQ]   = {"CMPEQ",      2, 2,   ARG_NONE,   ALU2 | OPF_COMPARE | OPF_COMMUTATIVE, true, rule_compare},
+  [UJ_OP_AND]     = {"AND",        2, 2,   ARG_NONE,   ALU2 | COMM,          true,  rule_bits},
+  [UJ_OP_OR]      = {"OR",         2, 2,   ARG_NONE,   ALU2 | COMM,          true,  rule_bits},
+  [UJ_OP_XOR]     = {"XOR",        2, 2,   ARG_NONE,   ALU2 | COMM,          true,  rule_bits},
+  [UJ_OP_SHL]     = {"SHL",        2, 2,   ARG_NONE,   ALU2,                 true,  rule_int},
+  [UJ_OP_SHR]     = {"SHR",        2, 2,   ARG_NONE,   ALU2,                 true,  rule_int},
+  [UJ_OP_WHERE]   = {"WHERE",      3, 3,   ARG_NONE,   OPF_ALU | OPF_TERNARY, true, rule_where_values},
+  [UJ_OP_MULACC]  = {"MULACC",     3, 3,   ARG_NONE,   OPF_ALU | OPF_TERNARY, true, rule_numeric},
+};
+
+bool op_from_name(const char *name, size_t len, Op *out) {
+  for (int i = 0; i < UJ_OP_COUNT; i++) {
+    if (strlen(op_table[i].name) == len && memcmp(op_table[i].name, name, len) == 0) {
+      *out = (Op)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char *uj_op_name(uj_op op) {
+  return (unsigned)op < UJ_OP_COUNT ? op_table[op].name : "?";
+}

@@ -1,0 +1,19 @@
+/* text.h — the text form of the IR (docs/text-form.md): printer and parser.
+ *
+ * In: a graph root (print) or text (parse). Out: text that parses back to
+ * the same interned graph, or the graph, or a message "where:line:col: ...".
+ * Both are iterative: a graph a million nodes deep prints and parses. */
+#ifndef UJ_TEXT_H
+#define UJ_TEXT_H
+
+#include "uop/uop.h"
+
+/* The whole program under root, malloc'd; NULL (error set) on no memory. */
+char *text_print(Ctx *ctx, const UOp *root);
+/* One node for messages: sources to `depth` levels, deeper ones as "...";
+ * always NUL-terminated, cut with "..." when buf is too small. */
+void text_print_node(const UOp *u, int depth, char *buf, size_t size);
+/* Parses a program; NULL with the error set on failure. */
+const UOp *text_parse(Ctx *ctx, const char *text, const char *where);
+
+#endif

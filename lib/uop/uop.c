@@ -1,0 +1,321 @@
+/* uop.c — the context: its arena, string interning, node interning
+ * (hash-consing) and error message; the public node API.
+ *
+ * In: op, dtype, sources and arg of a node. Out: the one node with those
+ * parts in this context, with its id, structural key, bounds and shape.
+ * Afterwards: equal nodes are one pointer; uj_ctx_free frees them all. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uop/alu.h"
+#include "uop/spec.h"
+#include "uop/uop.h"
+#include "rewrite/rewrite.h"
+
+/* ---- arena: big blocks, bump allocation, freed all at once ---- */
+
+typedef struct Arena {
+  struct Arena *next;
+  size_t used, cap;
+  _Alignas(16) unsigned char data[];
+} Arena;
+
+enum { ARENA_BLOCK = 1 << 20 };
+
+void *ctx_alloc(Ctx *ctx, size_t size) {
+  size = (size + 15) & ~(size_t)15;
+  Arena *a = ctx->arena;
+  if (!a || a->cap - a->used < size) {
+    size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+    Arena *b = malloc(sizeof *b + cap);
+    if (!b) return NULL;
+    b->next = a;
+    b->used = 0;
+    b->cap = cap;
+    ctx->arena = a = b;
+  }
+  void *p = a->data + a->used;
+  a->used += size;
+  return p;
+}
+
+/* ---- hashing ---- */
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 32);
+}
+
+static uint64_t hash_bytes(const char *s, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* ---- strings ---- */
+
+static bool grow_strings(Ctx *ctx) {
+  size_t cap = ctx->cap_strings ? ctx->cap_strings * 2 : 256;
+  const char **t = calloc(cap, sizeof *t);
+  if (!t) return false;
+  for (size_t i = 0; i < ctx->cap_strings; i++) {
+    const char *s = ctx->strings[i];
+    if (!s) continue;
+    size_t j = hash_bytes(s, strlen(s)) & (cap - 1);
+    while (t[j]) j = (j + 1) & (cap - 1);
+    t[j] = s;
+  }
+  free(ctx->strings);
+  ctx->strings = t;
+  ctx->cap_strings = cap;
+  return true;
+}
+
+const char *ctx_intern_string(Ctx *ctx, const char *s, size_t len) {
+  if (ctx->nstrings * 2 >= ctx->cap_strings && !grow_strings(ctx)) return NULL;
+  size_t mask = ctx->cap_strings - 1, j = hash_bytes(s, len) & mask;
+  for (; ctx->strings[j]; j = (j + 1) & mask) {
+    const char *t = ctx->strings[j];
+    if (strncmp(t, s, len) == 0 && t[len] == '\0') return t;
+  }
+  char *copy = ctx_alloc(ctx, len + 1);
+  if (!copy) return NULL;
+  memcpy(copy, s, len);
+  copy[len] = '\0';
+  ctx->strings[j] = copy;
+  ctx->nstrings++;
+  return copy;
+}
+
+/* ---- errors ---- */
+
+void ctx_set_error(Ctx *ctx, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  va_end(ap);
+}
+
+void ctx_clear_error(Ctx *ctx) { ctx->error[0] = '\0'; }
+
+/* ---- node interning ---- */
+
+static uint64_t node_key(Op op, DType dt, const UOp *const *src, size_t nsrc, Arg arg) {
+  uint64_t h = mix((uint64_t)op, (uint64_t)dt.scalar | (uint64_t)dt.space << 8 | (uint64_t)dt.lanes << 16);
+  h = mix(h, nsrc);
+  for (size_t i = 0; i < nsrc; i++) h = mix(h, src[i]->key);
+  if (arg.name) h = mix(h, hash_bytes(arg.name, strlen(arg.name)));
+  for (uint32_t i = 0; i < arg.nints; i++) h = mix(h, (uint64_t)arg.ints[i]);
+  return h;
+}
+
+static bool node_equal(const UOp *u, uint64_t key, Op op, DType dt, const UOp *const *src,
+                       size_t nsrc, Arg arg) {
+  if (u->key != key || u->op != op || !dt_eq(u->dtype, dt) || u->nsrc != nsrc ||
+      u->name != arg.name || u->nints != arg.nints)
+    return false;
+  for (size_t i = 0; i < nsrc; i++)
+    if (u->src[i] != src[i]) return false;
+  for (uint32_t i = 0; i < arg.nints; i++)
+    if (u->ints[i] != arg.ints[i]) return false;
+  return true;
+}
+
+static bool grow_table(Ctx *ctx) {
+  size_t cap = ctx->cap_table ? ctx->cap_table * 2 : 4096;
+  const UOp **t = calloc(cap, sizeof *t);
+  if (!t) return false;
+  for (size_t i = 0; i < ctx->nnodes; i++) {
+    size_t j = ctx->nodes[i]->key & (cap - 1);
+    while (t[j]) j = (j + 1) & (cap - 1);
+    t[j] = ctx->nodes[i];
+  }
+  free(ctx->table);
+  ctx->table = t;
+  ctx->cap_table = cap;
+  return true;
+}
+
+static bool grow_nodes(Ctx *ctx) {
+  size_t cap = ctx->cap_nodes ? ctx->cap_nodes * 2 : 4096;
+  const UOp **n = realloc(ctx->nodes, cap * sizeof *n);
+  if (!n) return false;
+  ctx->nodes = n;
+  ctx->cap_nodes = cap;
+  return true;
+}
+
+static UOp *node_make(Ctx *ctx, uint64_t key, Op op, DType dt, const UOp *const *src,
+                      size_t nsrc, Arg arg) {
+  UOp *u = ctx_alloc(ctx, sizeof *u + nsrc * sizeof(UOp *) + arg.nints * sizeof(int64_t));
+  if (!u) return NULL;
+  memset(u, 0, sizeof *u);
+  u->id = (uint32_t)ctx->nnodes;
+  u->op = (uint16_t)op;
+  u->dtype = dt;
+  u->nsrc = (uint32_t)nsrc;
+  u->nints = arg.nints;
+  u->key = key;
+  u->name = arg.name;
+  memcpy(u->src, src, nsrc * sizeof *src);
+  int64_t *ints = (int64_t *)(u->src + nsrc);
+  if (arg.nints) memcpy(ints, arg.ints, arg.nints * sizeof *ints);
+  u->ints = ints;
+  uop_compute_bounds(u);
+  if (!uop_compute_shape(ctx, u)) return NULL;
+  return u;
+}
+
+const UOp *uop_new(Ctx *ctx, Op op, DType dt, const UOp *const *src, size_t nsrc, Arg arg) {
+  if (arg.name && !(arg.name = ctx_intern_string(ctx, arg.name, strlen(arg.name)))) goto nomem;
+  if ((ctx->nnodes + 1) * 2 >= ctx->cap_table && !grow_table(ctx)) goto nomem;
+  uint64_t key = node_key(op, dt, src, nsrc, arg);
+  size_t mask = ctx->cap_table - 1, j = key & mask;
+  for (; ctx->table[j]; j = (j + 1) & mask)
+    if (node_equal(ctx->table[j], key, op, dt, src, nsrc, arg)) return ctx->table[j];
+  if (ctx->nnodes == ctx->cap_nodes && !grow_nodes(ctx)) goto nomem;
+  UOp *u = node_make(ctx, key, op, dt, src, nsrc, arg);
+  if (!u) goto nomem;
+  ctx->table[j] = u;
+  ctx->nodes[ctx->nnodes++] = u;
+  return u;
+nomem:
+  ctx_set_error(ctx, "out of memory interning a %s node", op_table[op].name);
+  return NULL;
+}
+
+const UOp *uop_replace_src(Ctx *ctx, const UOp *u, const UOp *const *src, size_t nsrc) {
+  if (nsrc == u->nsrc && memcmp(src, u->src, nsrc * sizeof *src) == 0) return u;
+  Arg arg = {u->name, u->ints, u->nints};
+  return uop_new(ctx, (Op)u->op, u->dtype, src, nsrc, arg);
+}
+
+/* The dtype an ALU node gets from its operands (compares give bool). */
+static DType alu_dtype(Op op, const UOp *first_value) {
+  DType d = first_value->dtype;
+  return op_has(op, OPF_COMPARE) ? dt_with_scalar(d, UJ_BOOL) : d;
+}
+
+const UOp *uop_unary(Ctx *ctx, Op op, const UOp *a) {
+  return uop_new(ctx, op, a->dtype, &a, 1, arg_none());
+}
+
+const UOp *uop_binary(Ctx *ctx, Op op, const UOp *a, const UOp *b) {
+  const UOp *src[2] = {a, b};
+  return uop_new(ctx, op, alu_dtype(op, a), src, 2, arg_none());
+}
+
+const UOp *uop_ternary(Ctx *ctx, Op op, const UOp *a, const UOp *b, const UOp *c) {
+  const UOp *src[3] = {a, b, c};
+  return uop_new(ctx, op, op == UJ_OP_WHERE ? b->dtype : a->dtype, src, 3, arg_none());
+}
+
+const UOp *uop_const_word(Ctx *ctx, DType dt, uint64_t word) {
+  int64_t v = (int64_t)word_normalize((uj_scalar)dt.scalar, word);
+  return uop_new(ctx, UJ_OP_CONST, dt, NULL, 0, (Arg){NULL, &v, 1});
+}
+
+const UOp *uop_const_int(Ctx *ctx, DType dt, int64_t value) {
+  return uop_const_word(ctx, dt, word_from_int((uj_scalar)dt.scalar, value));
+}
+
+size_t uop_graph_size(Ctx *ctx, const UOp *root) {
+  size_t n = ctx->nnodes, count = 0, top = 0;
+  unsigned char *seen = calloc(n, 1);
+  const UOp **stack = malloc(n * sizeof *stack);
+  if (!seen || !stack) {
+    free(seen);
+    free(stack);
+    return 0;
+  }
+  stack[top++] = root;
+  seen[root->id] = 1;
+  while (top) {
+    const UOp *u = stack[--top];
+    count++;
+    for (uint32_t i = 0; i < u->nsrc; i++)
+      if (!seen[u->src[i]->id]) seen[u->src[i]->id] = 1, stack[top++] = u->src[i];
+  }
+  free(seen);
+  free(stack);
+  return count;
+}
+
+/* ---- public API ---- */
+
+uj_ctx *uj_ctx_new(void) { return calloc(1, sizeof(uj_ctx)); }
+
+void uj_ctx_free(uj_ctx *ctx) {
+  if (!ctx) return;
+  ruleset_free(ctx->symbolic_rules);
+  for (Arena *a = ctx->arena, *next; a; a = next) {
+    next = a->next;
+    free(a);
+  }
+  free(ctx->nodes);
+  free(ctx->table);
+  free(ctx->strings);
+  free(ctx);
+}
+
+const char *uj_error(const uj_ctx *ctx) { return ctx->error; }
+size_t uj_ctx_node_count(const uj_ctx *ctx) { return ctx->nnodes; }
+
+const uj_uop *uj_uop_new(uj_ctx *ctx, uj_op op, uj_dtype dtype, const uj_uop *const *src,
+                         size_t nsrc, uj_arg arg) {
+  if ((unsigned)op >= UJ_OP_COUNT) {
+    ctx_set_error(ctx, "unknown op %d", (int)op);
+    return NULL;
+  }
+  for (size_t i = 0; i < nsrc; i++) {
+    if (!src[i]) {
+      ctx_set_error(ctx, "%s: source %zu is NULL", op_table[op].name, i);
+      return NULL;
+    }
+  }
+  if (!spec_check_shape(ctx, op, dtype, nsrc, arg)) return NULL;
+  const UOp *u = uop_new(ctx, op, dtype, src, nsrc, arg);
+  return u && spec_check_node(ctx, u) ? u : NULL;
+}
+
+const uj_uop *uj_const_int(uj_ctx *ctx, uj_dtype dtype, int64_t value) {
+  if (!dt_is_int(dtype) && !dt_is_bool(dtype) && !dt_is_float(dtype)) {
+    char b[32];
+    ctx_set_error(ctx, "CONST of dtype %s", dtype_str(dtype, b, sizeof b));
+    return NULL;
+  }
+  if (dt_is_float(dtype)) return uj_const_float(ctx, dtype, (double)value);
+  return uj_uop_new(ctx, UJ_OP_CONST, dtype, NULL, 0,
+                    (Arg){NULL, &(int64_t){(int64_t)word_from_int((uj_scalar)dtype.scalar, value)}, 1});
+}
+
+const uj_uop *uj_const_float(uj_ctx *ctx, uj_dtype dtype, double value) {
+  if (!dt_is_float(dtype)) return uj_const_int(ctx, dtype, (int64_t)value);
+  int64_t w = (int64_t)word_from_double((uj_scalar)dtype.scalar, value);
+  return uj_uop_new(ctx, UJ_OP_CONST, dtype, NULL, 0, (Arg){NULL, &w, 1});
+}
+
+const uj_uop *uj_const_bool(uj_ctx *ctx, bool value) {
+  return uj_const_int(ctx, dt_scalar(UJ_BOOL), value);
+}
+
+const uj_uop *uj_var(uj_ctx *ctx, uj_dtype dtype, const char *name, int64_t min, int64_t max) {
+  int64_t range[2] = {min, max};
+  return uj_uop_new(ctx, UJ_OP_DEFINE_VAR, dtype, NULL, 0, (Arg){name, range, 2});
+}
+
+uj_op uj_uop_op(const uj_uop *u) { return (uj_op)u->op; }
+uj_dtype uj_uop_dtype(const uj_uop *u) { return u->dtype; }
+size_t uj_uop_nsrc(const uj_uop *u) { return u->nsrc; }
+const uj_uop *uj_uop_src(const uj_uop *u, size_t i) { return i < u->nsrc ? u->src[i] : NULL; }
+uj_arg uj_uop_arg(const uj_uop *u) { return (uj_arg){u->name, u->ints, u->nints}; }
+uint32_t uj_uop_id(const uj_uop *u) { return u->id; }
+
+bool uj_uop_bounds(const uj_uop *u, int64_t *vmin, int64_t *vmax) {
+  if (!u->bounded) return false;
+  *vmin = u->vmin;
+  *vmax = u->vmax;
+  return true;
+}

@@ -1,0 +1,157 @@
+/* uop.h — the IR inside the library: the UOp node, the context that interns
+ * and owns nodes, the op table and dtype helpers.
+ *
+ * Every node is made by uop_new, which hash-conses: building the same
+ * (op, dtype, src, arg) twice returns the same pointer. A node never changes
+ * after it is made; its properties (structural key, bounds, shape) are
+ * computed once, at creation, from its sources. All nodes are freed together
+ * with their context. */
+#ifndef UJ_UOP_H
+#define UJ_UOP_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uopjit/uopjit.h"
+
+typedef uj_op Op;
+typedef uj_dtype DType;
+typedef uj_arg Arg;
+typedef struct uj_uop UOp;
+typedef struct uj_ctx Ctx;
+
+struct uj_uop {
+  uint32_t id;        /* dense, 0 .. ctx node count - 1: index side tables */
+  uint16_t op;        /* uj_op */
+  bool bounded;       /* vmin/vmax hold (integer and bool dtypes) */
+  uint8_t ndim;       /* rank of shape */
+  DType dtype;
+  uint32_t nsrc;
+  uint32_t nints;
+  uint64_t key;       /* structural hash: the same in every context */
+  int64_t vmin, vmax; /* bounds of the value, when `bounded` */
+  const char *name;   /* interned in the context, or NULL */
+  const int64_t *ints;
+  const int64_t *shape;
+  const UOp *src[];
+};
+
+/* ---- context (uop.c) ---- */
+typedef struct RuleSet RuleSet;
+
+struct uj_ctx {
+  struct Arena *arena;
+  const UOp **nodes;    /* by id */
+  size_t nnodes, cap_nodes;
+  const UOp **table;    /* open-addressing intern table */
+  size_t cap_table;
+  const char **strings; /* interned strings, open addressing */
+  size_t nstrings, cap_strings;
+  RuleSet *symbolic_rules; /* compiled on first use (symbolic.c) */
+  char error[1024];
+};
+
+void *ctx_alloc(Ctx *ctx, size_t size);
+const char *ctx_intern_string(Ctx *ctx, const char *s, size_t len);
+void ctx_set_error(Ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ctx_clear_error(Ctx *ctx);
+
+/* Interns a node; no checking beyond what interning needs (see spec.c). */
+const UOp *uop_new(Ctx *ctx, Op op, DType dtype, const UOp *const *src,
+                   size_t nsrc, Arg arg);
+/* Same node with new sources (returns u itself when they are unchanged). */
+const UOp *uop_replace_src(Ctx *ctx, const UOp *u, const UOp *const *src,
+                           size_t nsrc);
+const UOp *uop_unary(Ctx *ctx, Op op, const UOp *a);
+const UOp *uop_binary(Ctx *ctx, Op op, const UOp *a, const UOp *b);
+const UOp *uop_ternary(Ctx *ctx, Op op, const UOp *a, const UOp *b,
+                       const UOp *c);
+/* A CONST from the canonical 64-bit word of a value (alu.h). */
+const UOp *uop_const_word(Ctx *ctx, DType dtype, uint64_t word);
+const UOp *uop_const_int(Ctx *ctx, DType dtype, int64_t value);
+static inline uint64_t uop_const_value(const UOp *u) { return (uint64_t)u->ints[0]; }
+static inline Arg arg_none(void) { return (Arg){0}; }
+static inline bool uop_is_const(const UOp *u) { return u->op == UJ_OP_CONST; }
+/* Integer value of an integer/bool CONST (sign-extended word). */
+static inline int64_t uop_const_int_value(const UOp *u) { return u->ints[0]; }
+/* Nodes in the graph under root (each counted once). */
+size_t uop_graph_size(Ctx *ctx, const UOp *root);
+
+/* ---- properties (props.c) ---- */
+void uop_compute_bounds(UOp *u);
+/* false when out of memory */
+bool uop_compute_shape(Ctx *ctx, UOp *u);
+/* The bounds every value of dtype d can take; false for floats and for
+ * uint64 (whose top half does not fit an int64). */
+bool dtype_full_bounds(DType d, int64_t *lo, int64_t *hi);
+
+/* ---- the op table (ops.c) ---- */
+typedef enum ArgKind {
+  ARG_NONE,   /* no arg */
+  ARG_CONST,  /* ints[0]: the value word */
+  ARG_SLOT,   /* ints[0]: parameter slot */
+  ARG_VAR,    /* name, ints: min max */
+  ARG_BUFFER, /* name: device, ints: id size */
+  ARG_CALL,   /* name: callee, ints: launch dims (any count) */
+} ArgKind;
+
+enum OpFlag {
+  OPF_ALU = 1 << 0,         /* computes a value from values, per lane */
+  OPF_UNARY = 1 << 1,
+  OPF_BINARY = 1 << 2,
+  OPF_TERNARY = 1 << 3,
+  OPF_COMMUTATIVE = 1 << 4, /* f(a, b) == f(b, a) */
+  OPF_ASSOCIATIVE = 1 << 5, /* f(f(a, b), c) == f(a, f(b, c)) on ints */
+  OPF_COMPARE = 1 << 6,     /* result is bool */
+};
+
+/* Type rule: checks the sources and arg of u; on success writes the dtype
+ * the node must have to *out (or leaves it to the node when the dtype is
+ * given, not inferred) and returns NULL; otherwise returns a message. */
+typedef const char *(*TypeRule)(const UOp *u, DType *out, char *buf,
+                                size_t size);
+
+typedef struct OpInfo {
+  const char *name;
+  int min_src, max_src;     /* max_src -1: any number */
+  ArgKind arg;
+  unsigned flags;           /* enum OpFlag */
+  bool dtype_inferred;      /* the text form may omit the dtype */
+  TypeRule type_rule;
+} OpInfo;
+
+extern const OpInfo op_table[UJ_OP_COUNT];
+static inline const OpInfo *op_info(Op op) { return &op_table[op]; }
+static inline bool op_has(Op op, unsigned flag) { return (op_table[op].flags & flag) != 0; }
+bool op_from_name(const char *name, size_t len, Op *out);
+
+/* ---- dtypes (dtype.c) ---- */
+typedef struct ScalarInfo {
+  const char *name;
+  uint8_t bits;
+  bool is_int, is_signed, is_float;
+} ScalarInfo;
+extern const ScalarInfo scalar_table[UJ_SCALAR_COUNT];
+
+static inline DType dt_scalar(uj_scalar s) { return (DType){(uint8_t)s, UJ_AS_NONE, 1}; }
+static inline bool dt_eq(DType a, DType b) { return a.scalar == b.scalar && a.space == b.space && a.lanes == b.lanes; }
+static inline bool dt_is_ptr(DType d) { return d.space != UJ_AS_NONE; }
+static inline bool dt_is_void(DType d) { return d.scalar == UJ_VOID && !dt_is_ptr(d); }
+static inline bool dt_is_int(DType d) { return !dt_is_ptr(d) && scalar_table[d.scalar].is_int; }
+static inline bool dt_is_signed(DType d) { return scalar_table[d.scalar].is_signed; }
+static inline bool dt_is_float(DType d) { return !dt_is_ptr(d) && scalar_table[d.scalar].is_float; }
+static inline bool dt_is_bool(DType d) { return !dt_is_ptr(d) && d.scalar == UJ_BOOL; }
+static inline unsigned dt_bits(DType d) { return scalar_table[d.scalar].bits; }
+/* The element dtype: a value of the pointee for pointers, lanes kept. */
+static inline DType dt_base(DType d) { return (DType){d.scalar, UJ_AS_NONE, d.lanes}; }
+/* The scalar of one lane. */
+static inline DType dt_lane(DType d) { return (DType){d.scalar, UJ_AS_NONE, 1}; }
+static inline DType dt_with_scalar(DType d, uj_scalar s) { return (DType){(uint8_t)s, d.space, d.lanes}; }
+/* Parses "float32", "int", "float32x8", "float32*", "int8*local"; false on error. */
+bool dtype_parse(const char *s, size_t len, DType *out);
+const char *dtype_str(DType d, char *buf, size_t size);
+
+#endif
