@@ -95,7 +95,7 @@ void word_format_float(uint64_t w, char *buf, int size) {
   }
 }
 
-/* ---- bit patterns, for BITCAST ---- */
+/* ---- bit patterns, for BITCAST and memory (eval.c) ---- */
 
 /* The IEEE bits of a value exactly representable in a small format. */
 static uint64_t small_float_bits(double v, int mant, int ebits) {
@@ -123,7 +123,7 @@ static double small_float_value(uint64_t bits, int mant, int ebits) {
   return sign * ldexp((double)(frac | (1ull << mant)), (int)e - bias - mant);
 }
 
-static uint64_t word_to_bits(uj_scalar s, uint64_t w) {
+uint64_t word_to_mem_bits(uj_scalar s, uint64_t w) {
   double v = bitsd(w);
   switch (s) {
   case UJ_FLOAT16: return small_float_bits(v, 10, 5);
@@ -142,7 +142,7 @@ static uint64_t word_to_bits(uj_scalar s, uint64_t w) {
   }
 }
 
-static uint64_t word_from_bits(uj_scalar s, uint64_t bits) {
+uint64_t word_from_mem_bits(uj_scalar s, uint64_t bits) {
   switch (s) {
   case UJ_FLOAT16: return dbits(small_float_value(bits, 10, 5));
   case UJ_BFLOAT16: return dbits(small_float_value(bits, 7, 8));
@@ -282,7 +282,7 @@ uint64_t alu_eval(Op op, uj_scalar out, uj_scalar in, const uint64_t *x) {
   bool is_float = scalar_table[in].is_float;
   switch (op) {
   case UJ_OP_CAST: return cast_word(out, in, x[0]);
-  case UJ_OP_BITCAST: return word_from_bits(out, word_to_bits(in, x[0]));
+  case UJ_OP_BITCAST: return word_from_mem_bits(out, word_to_mem_bits(in, x[0]));
   case UJ_OP_WHERE: return x[0] ? x[1] : x[2];
   case UJ_OP_MULACC:
     if (is_float) return float_mulacc(in, bitsd(x[0]), bitsd(x[1]), bitsd(x[2]));

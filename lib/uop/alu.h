@@ -21,6 +21,11 @@ double word_to_double(uj_scalar s, uint64_t w); /* any scalar, as a number */
 /* The value of an op on one lane. `out` is the result scalar; `in` is the
  * scalar of the first value operand (the second for WHERE). */
 uint64_t alu_eval(Op op, uj_scalar out, uj_scalar in, const uint64_t *args);
+/* The bit pattern of a value as stored in memory (IEEE bits for floats,
+ * two's complement truncated to the width for ints, 0/1 for bool), and the
+ * word of such a pattern; BITCAST is one after the other. */
+uint64_t word_to_mem_bits(uj_scalar s, uint64_t w);
+uint64_t word_from_mem_bits(uj_scalar s, uint64_t bits);
 /* Writes a float word the way the text form spells it ("1.5", "inf", "nan"). */
 void word_format_float(uint64_t w, char *buf, int size);
 
