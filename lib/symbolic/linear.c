@@ -1,0 +1,205 @@
+/* linear.c — decomposition of integer expressions into linear forms and
+ * their canonical rebuild (see linear.h).
+ *
+ * Arithmetic on coefficients is done in the ring of the dtype (mod 2^w),
+ * exactly like the IR's wrap-around integers, so a form and its rebuild are
+ * equal for every input. Bounds are computed over the integers, and a caller
+ * that needs exact values (division, comparison) checks they fit the dtype. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolic/linear.h"
+
+int64_t ring_norm(DType d, uint64_t v) {
+  unsigned bits = dt_bits(d);
+  if (bits >= 64) return (int64_t)v;
+  uint64_t mask = (1ull << bits) - 1;
+  v &= mask;
+  if (v >> (bits - 1) & 1) v |= ~mask;
+  return (int64_t)v;
+}
+
+static int order_rank(const UOp *u) {
+  return u->op == UJ_OP_DEFINE_VAR ? 0 : u->op == UJ_OP_CONST ? 2 : 1;
+}
+
+int uop_term_order(const UOp *a, const UOp *b) {
+  if (a == b) return 0;
+  int ra = order_rank(a), rb = order_rank(b);
+  if (ra != rb) return ra - rb;
+  if (ra == 0) {
+    int c = strcmp(a->name, b->name);
+    if (c) return c;
+  }
+  if (a->op != b->op) return (int)a->op - (int)b->op;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return a->id < b->id ? -1 : 1;
+}
+
+/* ---- decomposition ---- */
+
+typedef struct Item { const UOp *node; int64_t coef; } Item;
+
+static bool add_term(Linear *lin, const UOp *node, int64_t coef) {
+  for (int i = 0; i < lin->nterms; i++) {
+    if (lin->terms[i].node == node) {
+      lin->terms[i].coef = ring_norm(lin->dtype, (uint64_t)lin->terms[i].coef + (uint64_t)coef);
+      return true;
+    }
+  }
+  if (lin->nterms == LINEAR_MAX_TERMS) return false;
+  lin->terms[lin->nterms++] = (Term){node, coef};
+  return true;
+}
+
+static const UOp *const_side(const UOp *u, const UOp **other) {
+  if (u->src[1]->op == UJ_OP_CONST) return *other = u->src[0], u->src[1];
+  if (u->src[0]->op == UJ_OP_CONST) return *other = u->src[1], u->src[0];
+  return NULL;
+}
+
+/* Expands one item: pushes its parts, or records it as a term/constant. */
+static bool expand(Linear *lin, Item it, Item *stack, int *top) {
+  const UOp *u = it.node, *other;
+  DType d = lin->dtype;
+  switch ((Op)u->op) {
+  case UJ_OP_CONST:
+    lin->k = ring_norm(d, (uint64_t)lin->k + (uint64_t)it.coef * (uint64_t)u->ints[0]);
+    return true;
+  case UJ_OP_ADD: case UJ_OP_SUB:
+    stack[(*top)++] = (Item){u->src[0], it.coef};
+    stack[(*top)++] = (Item){u->src[1], u->op == UJ_OP_SUB ? ring_norm(d, 0 - (uint64_t)it.coef) : it.coef};
+    return true;
+  case UJ_OP_NEG:
+    stack[(*top)++] = (Item){u->src[0], ring_norm(d, 0 - (uint64_t)it.coef)};
+    return true;
+  case UJ_OP_MUL: {
+    const UOp *c = const_side(u, &other);
+    if (c) {
+      stack[(*top)++] = (Item){other, ring_norm(d, (uint64_t)it.coef * (uint64_t)c->ints[0])};
+      return true;
+    }
+    return add_term(lin, u, it.coef);
+  }
+  default: return add_term(lin, u, it.coef);
+  }
+}
+
+static int term_cmp(const void *a, const void *b) {
+  return uop_term_order(((const Term *)a)->node, ((const Term *)b)->node);
+}
+
+/* (x//c)*(m·c) + (x%c)*m  ->  x*m : the C division identity. */
+static void fold_divmod_pairs(Linear *lin) {
+  for (int i = 0; i < lin->nterms; i++) {
+    const UOp *q = lin->terms[i].node;
+    if (q->op != UJ_OP_IDIV || q->src[1]->op != UJ_OP_CONST) continue;
+    for (int j = 0; j < lin->nterms; j++) {
+      const UOp *r = lin->terms[j].node;
+      if (r->op != UJ_OP_MOD || r->src[0] != q->src[0] || r->src[1] != q->src[1]) continue;
+      int64_t m = lin->terms[j].coef;
+      if (lin->terms[i].coef != ring_norm(lin->dtype, (uint64_t)m * (uint64_t)q->src[1]->ints[0]))
+        continue;
+      lin->terms[i].coef = lin->terms[j].coef = 0;
+      add_term(lin, q->src[0], m);
+    }
+  }
+}
+
+bool linear_decompose(const UOp *u, Linear *lin) {
+  Item stack[LINEAR_MAX_SPINE + 2];
+  int top = 0, visited = 0;
+  memset(lin, 0, sizeof *lin);
+  lin->dtype = u->dtype;
+  stack[top++] = (Item){u, 1};
+  while (top) {
+    Item it = stack[--top];
+    if (++visited > LINEAR_MAX_SPINE || !expand(lin, it, stack, &top)) return false;
+  }
+  fold_divmod_pairs(lin);
+  int n = 0;
+  for (int i = 0; i < lin->nterms; i++)
+    if (lin->terms[i].coef != 0) lin->terms[n++] = lin->terms[i];
+  lin->nterms = n;
+  qsort(lin->terms, (size_t)n, sizeof *lin->terms, term_cmp);
+  return true;
+}
+
+/* ---- rebuild ---- */
+
+static const UOp *scaled(Ctx *ctx, DType d, const UOp *t, int64_t coef) {
+  if (coef == 1) return t;
+  const UOp *c = uop_const_int(ctx, d, coef);
+  return c ? uop_binary(ctx, UJ_OP_MUL, t, c) : NULL;
+}
+
+/* acc + coef·t, as SUB when coef is negative (and its negation is too). */
+static const UOp *join(Ctx *ctx, DType d, const UOp *acc, const UOp *t, int64_t coef) {
+  int64_t neg = ring_norm(d, 0 - (uint64_t)coef);
+  bool sub = coef < 0 && neg > 0;
+  const UOp *part = t ? scaled(ctx, d, t, sub ? neg : coef) : uop_const_int(ctx, d, sub ? neg : coef);
+  if (!part) return NULL;
+  if (!acc) return part;
+  return uop_binary(ctx, sub ? UJ_OP_SUB : UJ_OP_ADD, acc, part);
+}
+
+const UOp *linear_build(Ctx *ctx, const Linear *lin) {
+  DType d = lin->dtype;
+  const UOp *acc = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < lin->nterms; i++) {
+      const Term *t = &lin->terms[i];
+      if ((t->coef > 0) != (pass == 0)) continue;
+      if (!acc && t->coef == -1) acc = uop_unary(ctx, UJ_OP_NEG, t->node);
+      else if (!acc && t->coef < 0) acc = scaled(ctx, d, t->node, t->coef);
+      else acc = join(ctx, d, acc, t->node, t->coef);
+      if (!acc) return NULL;
+    }
+  }
+  if (!acc) return uop_const_int(ctx, d, lin->k);
+  return lin->k ? join(ctx, d, acc, NULL, lin->k) : acc;
+}
+
+/* ---- bounds and cost ---- */
+
+bool linear_bounds(const Linear *lin, int64_t *lo, int64_t *hi) {
+  *lo = *hi = lin->k;
+  for (int i = 0; i < lin->nterms; i++) {
+    const UOp *t = lin->terms[i].node;
+    int64_t c = lin->terms[i].coef, a, b;
+    if (!t->bounded || __builtin_mul_overflow(t->vmin, c, &a) ||
+        __builtin_mul_overflow(t->vmax, c, &b))
+      return false;
+    if (a > b) { int64_t s = a; a = b; b = s; }
+    if (__builtin_add_overflow(*lo, a, lo) || __builtin_add_overflow(*hi, b, hi)) return false;
+  }
+  return true;
+}
+
+bool linear_fits(DType d, int64_t lo, int64_t hi) {
+  int64_t dlo, dhi;
+  if (!dtype_full_bounds(d, &dlo, &dhi)) dlo = 0, dhi = INT64_MAX; /* uint64 */
+  return lo >= dlo && hi <= dhi;
+}
+
+static bool is_term(const Linear *lin, const UOp *u) {
+  for (int i = 0; i < lin->nterms; i++)
+    if (lin->terms[i].node == u) return true;
+  return false;
+}
+
+int linear_cost(const UOp *root, const Linear *lin) {
+  const UOp *seen[4 * LINEAR_MAX_SPINE], *stack[4 * LINEAR_MAX_SPINE];
+  int nseen = 0, top = 0;
+  stack[top++] = root;
+  while (top) {
+    const UOp *u = stack[--top];
+    bool dup = is_term(lin, u);
+    for (int i = 0; i < nseen && !dup; i++) dup = seen[i] == u;
+    if (dup) continue;
+    if (nseen == 4 * LINEAR_MAX_SPINE) return nseen; /* big enough to lose */
+    seen[nseen++] = u;
+    for (uint32_t i = 0; i < u->nsrc && top < 4 * LINEAR_MAX_SPINE; i++) stack[top++] = u->src[i];
+  }
+  return nseen;
+}

@@ -1,0 +1,47 @@
+/* linear.h — integer expressions as linear forms: Σ coef·term + k.
+ *
+ * In: an integer node. Out: its terms (nodes that are not ADD, SUB, NEG,
+ * MUL by a constant or CONST), their coefficients and the constant, in the
+ * ring of the dtype (coefficients are kept sign-extended from its width);
+ * and back: the canonical expression of a linear form. Used by the sum
+ * canonicaliser and by div/mod folding. */
+#ifndef UJ_LINEAR_H
+#define UJ_LINEAR_H
+
+#include "uop/uop.h"
+
+enum { LINEAR_MAX_TERMS = 32, LINEAR_MAX_SPINE = 64 };
+
+typedef struct Term {
+  const UOp *node;
+  int64_t coef;
+} Term;
+
+typedef struct Linear {
+  DType dtype;
+  int nterms;
+  Term terms[LINEAR_MAX_TERMS];
+  int64_t k;
+} Linear;
+
+/* Decomposes u; false when it has more terms or spine nodes than the
+ * limits (the caller then leaves u alone). Like terms are combined and
+ * terms are sorted (uop_term_order); zero coefficients are dropped. */
+bool linear_decompose(const UOp *u, Linear *lin);
+/* The canonical expression: positive terms first, in order, joined by ADD,
+ * then negative ones by SUB, then the constant; NULL when out of memory. */
+const UOp *linear_build(Ctx *ctx, const Linear *lin);
+/* Exact bounds of the form over the integers (not wrapped); false when a
+ * term has no bounds or the arithmetic overflows int64. */
+bool linear_bounds(const Linear *lin, int64_t *lo, int64_t *hi);
+/* Whether [lo, hi] fits the dtype (then the wrapped value is the exact one). */
+bool linear_fits(DType d, int64_t lo, int64_t hi);
+/* Distinct nodes reachable from root without entering a term of lin. */
+int linear_cost(const UOp *root, const Linear *lin);
+/* A total, context-independent order of nodes: variables by name, then by
+ * op and structure, constants last. */
+int uop_term_order(const UOp *a, const UOp *b);
+/* Coefficient arithmetic in the ring of d. */
+int64_t ring_norm(DType d, uint64_t v);
+
+#endif

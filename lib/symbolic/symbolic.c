@@ -1,0 +1,206 @@
+/* symbolic.c — the simplification rules and uj_simplify.
+ *
+ * In: a checked graph. Out: an equal graph (equal for every input, by the
+ * semantics of docs/semantics.md) that is never larger, with constants
+ * folded, identities applied, commutative sources in canonical order,
+ * integer sums in canonical linear form, and comparisons, divisions and
+ * remainders folded from bounds. One rule a line; its algebra beside it.
+ * docs/symbolic.md lists the rules with their conditions. */
+#include "rewrite/rewrite.h"
+#include "symbolic/divmod.h"
+#include "symbolic/linear.h"
+#include "symbolic/symbolic.h"
+#include "uop/alu.h"
+#include "uop/spec.h"
+
+#define UNARY "RECIP|NEG|EXP2|LOG2|SIN|SQRT|CAST|BITCAST"
+#define BINARY "ADD|SUB|MUL|IDIV|FDIV|MOD|MAX|CMPLT|CMPNE|CMPEQ|AND|OR|XOR|SHL|SHR"
+
+static const UOp *rw_x(Rewriter *rw, const UOp *root, const Binds *m) { return m->x; }
+static const UOp *rw_c(Rewriter *rw, const UOp *root, const Binds *m) { return m->c; }
+static const UOp *rw_z(Rewriter *rw, const UOp *root, const Binds *m) { return m->z; }
+
+static const UOp *rw_zero(Rewriter *rw, const UOp *root, const Binds *m) {
+  return uop_const_int(rw->ctx, root->dtype, 0);
+}
+
+static const UOp *rw_all_ones(Rewriter *rw, const UOp *root, const Binds *m) {
+  return uop_const_int(rw->ctx, root->dtype, -1);
+}
+
+static const UOp *rw_neg_x(Rewriter *rw, const UOp *root, const Binds *m) {
+  return uop_unary(rw->ctx, UJ_OP_NEG, m->x);
+}
+
+/* f(c1, c2, ...) -> the constant, by the semantics of alu.c */
+static const UOp *rw_fold(Rewriter *rw, const UOp *root, const Binds *m) {
+  if (root->dtype.lanes != 1) return NULL;
+  uint64_t words[3];
+  for (uint32_t i = 0; i < root->nsrc; i++) words[i] = uop_const_value(root->src[i]);
+  const UOp *typed = root->src[root->op == UJ_OP_WHERE ? 1 : 0];
+  uint64_t w = alu_eval((Op)root->op, (uj_scalar)root->dtype.scalar,
+                        (uj_scalar)typed->dtype.scalar, words);
+  return uop_const_word(rw->ctx, root->dtype, w);
+}
+
+/* an int/bool value the bounds pin to one number -> that constant */
+static const UOp *rw_bounds_point(Rewriter *rw, const UOp *root, const Binds *m) {
+  if (!op_has((Op)root->op, OPF_ALU) || !root->bounded || root->vmin != root->vmax) return NULL;
+  return uop_const_int(rw->ctx, root->dtype, root->vmin);
+}
+
+/* x<x, x!=x -> false and x==x -> true, for ints and bools (NaN for floats) */
+static const UOp *rw_self_compare(Rewriter *rw, const UOp *root, const Binds *m) {
+  if (dt_is_float(m->x->dtype)) return NULL;
+  return uop_const_int(rw->ctx, root->dtype, root->op == UJ_OP_CMPEQ);
+}
+
+/* x!=false, x==true -> x, for bool x */
+static const UOp *rw_bool_x(Rewriter *rw, const UOp *root, const Binds *m) {
+  return dt_is_bool(m->x->dtype) ? m->x : NULL;
+}
+
+static const UOp *rw_where_const(Rewriter *rw, const UOp *root, const Binds *m) {
+  return uop_const_value(m->c) ? m->x : m->y;
+}
+
+/* WHERE(c, false, true) -> c ^ true */
+static const UOp *rw_where_not(Rewriter *rw, const UOp *root, const Binds *m) {
+  return uop_binary(rw->ctx, UJ_OP_XOR, m->c, m->t);
+}
+
+/* Whether CAST to `to` keeps every value x can take. */
+static bool cast_is_lossless(const UOp *x, DType to) {
+  DType from = x->dtype;
+  if (dt_is_bool(from)) return true;
+  if (dt_is_int(from) && dt_is_int(to)) {
+    int64_t lo, hi;
+    return x->bounded && (!dtype_full_bounds(to, &lo, &hi) ? x->vmin >= 0
+                                                         : x->vmin >= lo && x->vmax <= hi);
+  }
+  if (dt_is_int(from) && dt_is_float(to)) {
+    int64_t limit = to.scalar == UJ_FLOAT16 ? 2048 : to.scalar == UJ_BFLOAT16 ? 256
+                  : to.scalar == UJ_FLOAT32 ? (1 << 24) : (1ll << 53);
+    return x->bounded && x->vmin >= -limit && x->vmax <= limit;
+  }
+  if (dt_is_float(from) && dt_is_float(to)) {
+    if (to.scalar == UJ_FLOAT64 || from.scalar == to.scalar) return true;
+    return to.scalar == UJ_FLOAT32 && (from.scalar == UJ_FLOAT16 || from.scalar == UJ_BFLOAT16);
+  }
+  return false;
+}
+
+/* CAST(x) to x's dtype -> x;  CAST(CAST(x)) back to x's dtype, losslessly -> x */
+static const UOp *rw_cast(Rewriter *rw, const UOp *root, const Binds *m) {
+  const UOp *x = m->x;
+  if (dt_eq(x->dtype, root->dtype)) return x;
+  if (x->op == UJ_OP_CAST && dt_eq(x->src[0]->dtype, root->dtype) &&
+      cast_is_lossless(x->src[0], x->dtype))
+    return x->src[0];
+  return NULL;
+}
+
+/* f(c, x) -> f(x, c);  f(y, x) -> f(x, y) when x orders first. Integer
+ * sums are ordered by rw_linear instead, which also reassociates. */
+static const UOp *rw_commute(Rewriter *rw, const UOp *root, const Binds *m) {
+  const UOp *x = m->x, *y = m->y;
+  if (root->op == UJ_OP_ADD && dt_is_int(root->dtype)) return NULL;
+  bool swap = x->op == UJ_OP_CONST ? y->op != UJ_OP_CONST
+                                   : y->op != UJ_OP_CONST && uop_term_order(y, x) < 0;
+  return swap ? uop_binary(rw->ctx, (Op)root->op, y, x) : NULL;
+}
+
+/* Σ a·t + k in canonical form: like terms combined (x*3 + x*5 -> x*8),
+ * constants folded and last, terms ordered; kept only if not larger. */
+static const UOp *rw_linear(Rewriter *rw, const UOp *root, const Binds *m) {
+  Linear lin;
+  if (!linear_decompose(root, &lin)) return NULL;
+  const UOp *out = linear_build(rw->ctx, &lin);
+  if (!out || out == root) return out;
+  return linear_cost(out, &lin) <= linear_cost(root, &lin) ? out : NULL;
+}
+
+/* x << c -> x * 2^c (the count is taken modulo the width) */
+static const UOp *rw_shl_to_mul(Rewriter *rw, const UOp *root, const Binds *m) {
+  unsigned n = (unsigned)(uop_const_value(m->c) % dt_bits(root->dtype));
+  return uop_binary(rw->ctx, UJ_OP_MUL, m->x, uop_const_int(rw->ctx, root->dtype, (int64_t)(1ull << n)));
+}
+
+/* x >> c -> x // 2^c, for x >= 0 */
+static const UOp *rw_shr_to_div(Rewriter *rw, const UOp *root, const Binds *m) {
+  unsigned bits = dt_bits(root->dtype), n = (unsigned)(uop_const_value(m->c) % bits);
+  if (!m->x->bounded || m->x->vmin < 0 || n >= 62 || (dt_is_signed(root->dtype) && n >= bits - 1))
+    return NULL;
+  return uop_binary(rw->ctx, UJ_OP_IDIV, m->x, uop_const_int(rw->ctx, root->dtype, 1ll << n));
+}
+
+/* max(x, y) -> x when x >= y by the bounds (and the other way round) */
+static const UOp *rw_max_bounds(Rewriter *rw, const UOp *root, const Binds *m) {
+  const UOp *x = m->x, *y = m->y;
+  if (!x->bounded || !y->bounded) return NULL;
+  return x->vmin >= y->vmax ? x : y->vmin >= x->vmax ? y : NULL;
+}
+
+static const Rule symbolic_rules[] = {
+  /* constant folding */
+  {"(" UNARY " (CONST))", rw_fold},                          // f(c) -> c'
+  {"(" BINARY " (CONST) (CONST))", rw_fold},                 // f(c1, c2) -> c'
+  {"(WHERE|MULACC (CONST) (CONST) (CONST))", rw_fold},       // f(c1, c2, c3) -> c'
+  {"x", rw_bounds_point},                                    // x in [v, v] -> v
+  /* identities */
+  {"(IDIV x (CONST 0))", rw_all_ones},                       // x//0 -> -1 (all ones)
+  {"(MOD x (CONST 0))", rw_x},                               // x%0 -> x
+  {"(ADD:float x (CONST -0.0))", rw_x},                      // x+(-0.0) -> x
+  {"(SUB x (CONST 0))", rw_x},                               // x-0 -> x
+  {"(MUL x (CONST 1))", rw_x},                               // x*1 -> x
+  {"(FDIV x (CONST 1))", rw_x},                              // x/1.0 -> x
+  {"(IDIV x (CONST 1))", rw_x},                              // x//1 -> x
+  {"(IDIV:sint x (CONST -1))", rw_neg_x},                    // x//-1 -> -x
+  {"(MOD x (CONST 1))", rw_zero},                            // x%1 -> 0
+  {"(MOD:sint x (CONST -1))", rw_zero},                      // x%-1 -> 0
+  {"(NEG (NEG x))", rw_x},                                   // -(-x) -> x
+  {"(AND|OR|MAX x x)", rw_x},                                // x&x, x|x, max(x,x) -> x
+  {"(XOR x x)", rw_zero},                                    // x^x -> 0
+  {"(AND x z=(CONST 0))", rw_z},                             // x&0 -> 0
+  {"(AND x (CONST -1))", rw_x},                              // x&~0 -> x (bool: x&true)
+  {"(OR|XOR x (CONST 0))", rw_x},                            // x|0, x^0 -> x
+  {"(OR x c=(CONST -1))", rw_c},                             // x|~0 -> ~0 (bool: x|true)
+  {"(SHL|SHR x (CONST 0))", rw_x},                           // x<<0, x>>0 -> x
+  {"(CMPLT|CMPNE|CMPEQ x x)", rw_self_compare},              // x<x, x!=x -> false; x==x -> true
+  {"(CMPNE x (CONST false))", rw_bool_x},                    // b!=false -> b
+  {"(CMPEQ x (CONST true))", rw_bool_x},                     // b==true -> b
+  {"(WHERE c=(CONST) x y)", rw_where_const},                 // WHERE(true,x,y) -> x, (false) -> y
+  {"(WHERE _ x x)", rw_x},                                   // WHERE(c,x,x) -> x
+  {"(WHERE c (CONST true) (CONST false))", rw_c},            // WHERE(c,true,false) -> c
+  {"(WHERE c (CONST false) t=(CONST true))", rw_where_not},  // WHERE(c,false,true) -> c^true
+  {"(CAST x)", rw_cast},                                     // cast to own dtype, lossless round trip
+  /* integer algebra */
+  {"(ADD|SUB|MUL:int _ _)", rw_linear},                      // Σ a·t + k, canonical
+  {"(NEG:int _)", rw_linear},                                // -(a·t + k)
+  {"(SHL:int x c=(CONST))", rw_shl_to_mul},                  // x<<c -> x*2^c
+  {"(SHR:int x c=(CONST))", rw_shr_to_div},                  // x>>c -> x//2^c, x >= 0
+  {"(IDIV (IDIV x a=(CONST)) b=(CONST))", rw_div_div},       // (x//a)//b -> x//(a*b)
+  {"(MOD (MOD x a=(CONST)) b=(CONST))", rw_mod_mod},         // (x%(b*k))%b -> x%b
+  {"(IDIV|MOD:int x c=(CONST))", rw_divmod},                 // (x*c+y)//c -> x, (x*c+y)%c -> y
+  {"(CMPLT x d=(CONST))", rw_lt_linear},                     // x+k < d -> x < d-k; g*x < d -> x < ceil(d/g)
+  {"(MAX:int x y)", rw_max_bounds},                          // max(x,y) -> x when x >= y
+  /* canonical order */
+  {"(ADD|MUL|AND|OR|XOR|MAX|CMPNE|CMPEQ x y)", rw_commute},  // f(c, x) -> f(x, c)
+};
+
+const UOp *symbolic_simplify(Ctx *ctx, const UOp *root) {
+  if (!ctx->symbolic_rules)
+    ctx->symbolic_rules = ruleset_new(ctx, symbolic_rules, sizeof symbolic_rules / sizeof *symbolic_rules);
+  if (!ctx->symbolic_rules) return NULL;
+  return graph_rewrite(ctx, root, ctx->symbolic_rules, NULL);
+}
+
+const uj_uop *uj_simplify(uj_ctx *ctx, const uj_uop *root) {
+  if (!root) {
+    ctx_set_error(ctx, "uj_simplify: no graph");
+    return NULL;
+  }
+  ctx_clear_error(ctx);
+  if (!spec_check_graph(ctx, root)) return NULL;
+  return symbolic_simplify(ctx, root);
+}
