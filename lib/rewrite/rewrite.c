@@ -25,6 +25,7 @@ typedef struct Walk {
   Rewriter rw;
   const UOp **memo;     /* result by node id, NULL while unknown */
   unsigned char *busy;  /* on the stack, by node id: a cycle guard */
+  unsigned char *shared; /* by node id: more than one user (Rewriter.shared) */
   size_t cap;           /* entries of memo/busy */
   Frame *stack;
   size_t top, cap_stack;
@@ -41,9 +42,12 @@ static bool walk_fit(Walk *w) {
   if (memo) w->memo = memo;
   unsigned char *busy = realloc(w->busy, cap);
   if (busy) w->busy = busy;
-  if (!memo || !busy) return false;
-  for (size_t i = w->cap; i < cap; i++) w->memo[i] = NULL, w->busy[i] = 0;
+  unsigned char *shared = realloc(w->shared, cap);
+  if (shared) w->shared = shared;
+  if (!memo || !busy || !shared) return false;
+  for (size_t i = w->cap; i < cap; i++) w->memo[i] = NULL, w->busy[i] = 0, w->shared[i] = 0;
   w->cap = cap;
+  w->rw.shared = w->shared, w->rw.nshared = cap;
   return true;
 }
 
@@ -76,6 +80,30 @@ static bool enter(Walk *w, const UOp *u) {
 static void finish(Walk *w, const UOp *u, const UOp *result) {
   w->memo[u->id] = result;
   w->busy[u->id] = 0;
+  w->shared[result->id] |= w->shared[u->id];
+}
+
+/* Marks the nodes of the input graph that have more than one user. */
+static bool mark_shared(Walk *w, const UOp *root) {
+  unsigned char *seen = calloc(w->cap, 1);
+  const UOp **stack = malloc(w->cap * sizeof *stack);
+  size_t top = 0;
+  if (!seen || !stack) return free(seen), free(stack), false;
+  stack[top++] = root, seen[root->id] = 1;
+  while (top) {
+    const UOp *u = stack[--top];
+    for (uint32_t i = 0; i < u->nsrc; i++) {
+      const UOp *s = u->src[i];
+      bool again = false; /* the same source twice is still one user */
+      for (uint32_t k = 0; k < i && !again; k++) again = u->src[k] == s;
+      if (again) continue;
+      if (seen[s->id]) w->shared[s->id] = 1;
+      else seen[s->id] = 1, stack[top++] = s;
+    }
+  }
+  free(seen);
+  free(stack);
+  return true;
 }
 
 /* Sources are rewritten: rebuild u on them and apply the rules once. */
@@ -89,11 +117,13 @@ static bool rebuild(Walk *w, const UOp *u) {
   if (!v || !walk_fit(w)) return false;
   const UOp *r = ruleset_apply(&w->rw, v);
   if (!r) return false;
+  w->shared[v->id] |= w->shared[u->id];
   if (r == v) {
     finish(w, u, v);
     if (v != u && !w->memo[v->id]) w->memo[v->id] = v;
     return true;
   }
+  w->shared[r->id] |= w->shared[u->id];
   if (w->budget-- == 0) {
     ctx_set_error(w->rw.ctx, "rewrite rules do not converge");
     return false;
@@ -118,12 +148,13 @@ static bool step(Walk *w, Frame f) {
 const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user) {
   Walk w = {.rw = {ctx, rs, user}};
   w.budget = 64 * (ctx->nnodes + 1024);
-  bool ok = walk_fit(&w) && enter(&w, root);
+  bool ok = walk_fit(&w) && mark_shared(&w, root) && enter(&w, root);
   while (ok && w.top) ok = step(&w, w.stack[--w.top]);
   const UOp *out = ok ? w.memo[root->id] : NULL;
   if (!ok && !ctx->error[0]) ctx_set_error(ctx, "out of memory rewriting a graph");
   free(w.memo);
   free(w.busy);
+  free(w.shared);
   free(w.stack);
   return out;
 }

@@ -31,9 +31,9 @@ static int64_t gcd(int64_t a, int64_t b) {
 /* The value of a positive constant, or 0. */
 static int64_t positive_const(const UOp *c) { return c->ints[0] > 0 ? c->ints[0] : 0; }
 
-static const UOp *smaller(const UOp *out, const UOp *root, const Linear *lin) {
+static const UOp *smaller(const Rewriter *rw, const UOp *out, const UOp *root, const Linear *lin) {
   if (!out || out == root) return out;
-  return linear_cost(out, lin) <= linear_cost(root, lin) ? out : NULL;
+  return linear_cost(rw, out, lin) <= linear_cost(rw, root, lin) ? out : NULL;
 }
 
 /* (x//a)//b -> x//(a*b), for a, b > 0 */
@@ -94,7 +94,7 @@ const UOp *rw_divmod(Rewriter *rw, const UOp *root, const Binds *m) {
   if (hi < c) return root->op == UJ_OP_IDIV ? uop_const_int(rw->ctx, root->dtype, 0) : m->x;
   const UOp *out = divmod_split(rw->ctx, &lin, root, c);
   if (!out && root->op == UJ_OP_IDIV) out = div_common_factor(rw->ctx, &lin, c);
-  return smaller(out, root, &lin);
+  return smaller(rw, out, root, &lin);
 }
 
 /* x + k < d -> x < d - k;  g·x < d -> x < ceil(d/g), with no wrap-around */
@@ -117,5 +117,5 @@ const UOp *rw_lt_linear(Rewriter *rw, const UOp *root, const Binds *m) {
     return NULL;
   const UOp *lhs = linear_build(rw->ctx, &lin), *rhs = uop_const_int(rw->ctx, dt, bound);
   const UOp *out = lhs && rhs ? uop_binary(rw->ctx, UJ_OP_CMPLT, lhs, rhs) : NULL;
-  return smaller(out, root, &lin);
+  return smaller(rw, out, root, &lin);
 }

@@ -188,13 +188,13 @@ static bool is_term(const Linear *lin, const UOp *u) {
   return false;
 }
 
-int linear_cost(const UOp *root, const Linear *lin) {
+int linear_cost(const Rewriter *rw, const UOp *root, const Linear *lin) {
   const UOp *seen[4 * LINEAR_MAX_SPINE], *stack[4 * LINEAR_MAX_SPINE];
   int nseen = 0, top = 0;
   stack[top++] = root;
   while (top) {
     const UOp *u = stack[--top];
-    bool dup = is_term(lin, u);
+    bool dup = is_term(lin, u) || (u != root && rewrite_is_shared(rw, u));
     for (int i = 0; i < nseen && !dup; i++) dup = seen[i] == u;
     if (dup) continue;
     if (nseen == 4 * LINEAR_MAX_SPINE) return nseen; /* big enough to lose */

@@ -8,7 +8,7 @@
 #ifndef UJ_LINEAR_H
 #define UJ_LINEAR_H
 
-#include "uop/uop.h"
+#include "rewrite/rewrite.h"
 
 enum { LINEAR_MAX_TERMS = 32, LINEAR_MAX_SPINE = 64 };
 
@@ -36,8 +36,9 @@ const UOp *linear_build(Ctx *ctx, const Linear *lin);
 bool linear_bounds(const Linear *lin, int64_t *lo, int64_t *hi);
 /* Whether [lo, hi] fits the dtype (then the wrapped value is the exact one). */
 bool linear_fits(DType d, int64_t lo, int64_t hi);
-/* Distinct nodes reachable from root without entering a term of lin. */
-int linear_cost(const UOp *root, const Linear *lin);
+/* What root costs: its distinct nodes down to the terms of lin, not
+ * counting nodes below root that other users keep alive anyway. */
+int linear_cost(const Rewriter *rw, const UOp *root, const Linear *lin);
 /* A total, context-independent order of nodes: variables by name, then by
  * op and structure, constants last. */
 int uop_term_order(const UOp *a, const UOp *b);

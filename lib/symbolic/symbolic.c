@@ -117,17 +117,20 @@ static const UOp *rw_linear(Rewriter *rw, const UOp *root, const Binds *m) {
   if (!linear_decompose(root, &lin)) return NULL;
   const UOp *out = linear_build(rw->ctx, &lin);
   if (!out || out == root) return out;
-  return linear_cost(out, &lin) <= linear_cost(root, &lin) ? out : NULL;
+  return linear_cost(rw, out, &lin) <= linear_cost(rw, root, &lin) ? out : NULL;
 }
 
-/* x << c -> x * 2^c (the count is taken modulo the width) */
+/* x << c -> x * 2^c (the count is taken modulo the width); not when c
+ * has other users, which would keep it alive beside the new constant */
 static const UOp *rw_shl_to_mul(Rewriter *rw, const UOp *root, const Binds *m) {
+  if (rewrite_is_shared(rw, m->c)) return NULL;
   unsigned n = (unsigned)(uop_const_value(m->c) % dt_bits(root->dtype));
   return uop_binary(rw->ctx, UJ_OP_MUL, m->x, uop_const_int(rw->ctx, root->dtype, (int64_t)(1ull << n)));
 }
 
-/* x >> c -> x // 2^c, for x >= 0 */
+/* x >> c -> x // 2^c, for x >= 0 (and c has no other users) */
 static const UOp *rw_shr_to_div(Rewriter *rw, const UOp *root, const Binds *m) {
+  if (rewrite_is_shared(rw, m->c)) return NULL;
   unsigned bits = dt_bits(root->dtype), n = (unsigned)(uop_const_value(m->c) % bits);
   if (!m->x->bounded || m->x->vmin < 0 || n >= 62 || (dt_is_signed(root->dtype) && n >= bits - 1))
     return NULL;
@@ -171,8 +174,8 @@ static const Rule symbolic_rules[] = {
   {"(CMPEQ x (CONST true))", rw_bool_x},                     // b==true -> b
   {"(WHERE c=(CONST) x y)", rw_where_const},                 // WHERE(true,x,y) -> x, (false) -> y
   {"(WHERE _ x x)", rw_x},                                   // WHERE(c,x,x) -> x
-  {"(WHERE c (CONST true) (CONST false))", rw_c},            // WHERE(c,true,false) -> c
-  {"(WHERE c (CONST false) t=(CONST true))", rw_where_not},  // WHERE(c,false,true) -> c^true
+  {"(WHERE:bool c (CONST true) (CONST false))", rw_c},       // WHERE(c,true,false) -> c
+  {"(WHERE:bool c (CONST false) t=(CONST true))", rw_where_not},// WHERE(c,false,true) -> c^true
   {"(CAST x)", rw_cast},                                     // cast to own dtype, lossless round trip
   /* integer algebra */
   {"(ADD|SUB|MUL:int _ _)", rw_linear},                      // Σ a·t + k, canonical

@@ -102,6 +102,12 @@ void ctx_clear_error(Ctx *ctx) { ctx->error[0] = '\0'; }
 
 /* ---- node interning ---- */
 
+/* The key beside the pointer: a probe that misses never touches the node. */
+typedef struct InternSlot {
+  uint64_t key;
+  const UOp *node;
+} InternSlot;
+
 static uint64_t node_key(Op op, DType dt, const UOp *const *src, size_t nsrc, Arg arg) {
   uint64_t h = mix((uint64_t)op, (uint64_t)dt.scalar | (uint64_t)dt.space << 8 | (uint64_t)dt.lanes << 16);
   h = mix(h, nsrc);
@@ -111,9 +117,9 @@ static uint64_t node_key(Op op, DType dt, const UOp *const *src, size_t nsrc, Ar
   return h;
 }
 
-static bool node_equal(const UOp *u, uint64_t key, Op op, DType dt, const UOp *const *src,
-                       size_t nsrc, Arg arg) {
-  if (u->key != key || u->op != op || !dt_eq(u->dtype, dt) || u->nsrc != nsrc ||
+static bool node_equal(const UOp *u, Op op, DType dt, const UOp *const *src, size_t nsrc,
+                       Arg arg) {
+  if (u->op != op || !dt_eq(u->dtype, dt) || u->nsrc != nsrc ||
       u->name != arg.name || u->nints != arg.nints)
     return false;
   for (size_t i = 0; i < nsrc; i++)
@@ -125,12 +131,12 @@ static bool node_equal(const UOp *u, uint64_t key, Op op, DType dt, const UOp *c
 
 static bool grow_table(Ctx *ctx) {
   size_t cap = ctx->cap_table ? ctx->cap_table * 2 : 4096;
-  const UOp **t = calloc(cap, sizeof *t);
+  InternSlot *t = calloc(cap, sizeof *t);
   if (!t) return false;
   for (size_t i = 0; i < ctx->nnodes; i++) {
     size_t j = ctx->nodes[i]->key & (cap - 1);
-    while (t[j]) j = (j + 1) & (cap - 1);
-    t[j] = ctx->nodes[i];
+    while (t[j].node) j = (j + 1) & (cap - 1);
+    t[j] = (InternSlot){ctx->nodes[i]->key, ctx->nodes[i]};
   }
   free(ctx->table);
   ctx->table = t;
@@ -173,12 +179,13 @@ const UOp *uop_new(Ctx *ctx, Op op, DType dt, const UOp *const *src, size_t nsrc
   if ((ctx->nnodes + 1) * 2 >= ctx->cap_table && !grow_table(ctx)) goto nomem;
   uint64_t key = node_key(op, dt, src, nsrc, arg);
   size_t mask = ctx->cap_table - 1, j = key & mask;
-  for (; ctx->table[j]; j = (j + 1) & mask)
-    if (node_equal(ctx->table[j], key, op, dt, src, nsrc, arg)) return ctx->table[j];
+  for (; ctx->table[j].node; j = (j + 1) & mask)
+    if (ctx->table[j].key == key && node_equal(ctx->table[j].node, op, dt, src, nsrc, arg))
+      return ctx->table[j].node;
   if (ctx->nnodes == ctx->cap_nodes && !grow_nodes(ctx)) goto nomem;
   UOp *u = node_make(ctx, key, op, dt, src, nsrc, arg);
   if (!u) goto nomem;
-  ctx->table[j] = u;
+  ctx->table[j] = (InternSlot){key, u};
   ctx->nodes[ctx->nnodes++] = u;
   return u;
 nomem:

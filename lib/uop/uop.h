@@ -45,7 +45,7 @@ struct uj_ctx {
   struct Arena *arena;
   const UOp **nodes;    /* by id */
   size_t nnodes, cap_nodes;
-  const UOp **table;    /* open-addressing intern table */
+  struct InternSlot *table; /* open-addressing intern table */
   size_t cap_table;
   const char **strings; /* interned strings, open addressing */
   size_t nstrings, cap_strings;
