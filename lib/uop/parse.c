@@ -384,8 +384,8 @@ static bool read_integer(Parser *p, const char *op, const char *what, bool int64
 }
 
 static bool arg_int(Parser *p, const Frame *f, const char *what) {
-  bool neg;
-  uint64_t mag;
+  bool neg = false;
+  uint64_t mag = 0;
   if (!read_integer(p, op_name(f), what, true, &neg, &mag)) return false;
   return push_int(p, neg ? (int64_t)(0 - mag) : (int64_t)mag) && advance(p);
 }
@@ -406,8 +406,8 @@ static bool arg_name(Parser *p, Frame *f, const char *what) {
 
 /* An integer literal that must fit the int scalar s; the canonical word. */
 static bool const_int_word(Parser *p, uj_scalar s, uint64_t *word) {
-  bool neg;
-  uint64_t mag;
+  bool neg = false;
+  uint64_t mag = 0;
   if (!read_integer(p, "CONST", "an integer", false, &neg, &mag)) return false;
   unsigned bits = scalar_table[s].bits;
   uint64_t max = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
