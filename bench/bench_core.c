@@ -1,0 +1,176 @@
+/* bench_core.c — how fast the core is: interning and simplification.
+ *
+ * Not a test: it times three things and prints a markdown table (what
+ * bench/run.sh pastes into the README):
+ *   1. interning 2M new nodes (1M CONSTs, 1M ADDs of them);
+ *   2. interning the same 2M again: every one must come back as the same
+ *      pointer (the hit rate is printed; anything under 100 % is a bug);
+ *   3. uj_simplify on one ~1M-node integer graph, a chain of index-like
+ *      expressions with simplifiable pieces ((x*4+y)//4, x+0, (x+y)-y, ...).
+ * Usage: bench_core [NODES]   (default 2000000; the graph is NODES/2) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "uop/uop.h"
+#include "uopjit/uopjit.h"
+
+typedef struct Row {
+  const char *what;
+  size_t nodes;
+  double seconds;
+  char note[96];
+} Row;
+
+static double now_seconds(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A small deterministic generator (xorshift64), state passed explicitly. */
+static uint64_t rng_next(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *state = x;
+}
+
+static const uj_uop *binary(uj_ctx *ctx, uj_op op, const uj_uop *a, const uj_uop *b) {
+  const uj_uop *src[2] = {a, b};
+  return uj_uop_new(ctx, op, uj_uop_dtype(a), src, 2, (uj_arg){0});
+}
+
+/* ---- 1 and 2: interning ---- */
+
+/* Interns n nodes into out (n/2 CONSTs, then n/2 ADDs of pairs of them). */
+static void intern_nodes(uj_ctx *ctx, const uj_uop **out, size_t n) {
+  uj_dtype i64 = uj_dtype_scalar(UJ_INT64);
+  size_t half = n / 2;
+  for (size_t i = 0; i < half; i++) out[i] = uj_const_int(ctx, i64, (int64_t)i);
+  for (size_t i = half; i < n; i++)
+    out[i] = binary(ctx, UJ_OP_ADD, out[i - half], out[(i * 7919) % half]);
+}
+
+static void bench_intern(size_t n, Row *fresh, Row *again) {
+  uj_ctx *ctx = uj_ctx_new();
+  const uj_uop **first = malloc(n * sizeof *first), **second = malloc(n * sizeof *second);
+  if (!ctx || !first || !second) abort();
+  double t0 = now_seconds();
+  intern_nodes(ctx, first, n);
+  double t1 = now_seconds();
+  size_t before = uj_ctx_node_count(ctx);
+  intern_nodes(ctx, second, n);
+  double t2 = now_seconds();
+  size_t hits = 0;
+  for (size_t i = 0; i < n; i++) hits += first[i] && first[i] == second[i];
+  *fresh = (Row){"intern, new nodes", n, t1 - t0, ""};
+  snprintf(fresh->note, sizeof fresh->note, "%zu nodes in the context", before);
+  *again = (Row){"intern, same nodes again", n, t2 - t1, ""};
+  snprintf(again->note, sizeof again->note, "hit rate %.1f %%, %zu new nodes",
+           100.0 * (double)hits / (double)n, uj_ctx_node_count(ctx) - before);
+  free(first);
+  free(second);
+  uj_ctx_free(ctx);
+}
+
+/* ---- 3: simplification ---- */
+
+typedef struct Gen {
+  uj_ctx *ctx;
+  uint64_t rng;
+  const uj_uop *vars[8]; /* x0..x7 in [0, 3] */
+  const uj_uop **pool;   /* earlier links of the chain */
+  size_t npool;
+} Gen;
+
+static const uj_uop *gen_const(Gen *g, int64_t v) {
+  return uj_const_int(g->ctx, uj_dtype_scalar(UJ_INT32), v);
+}
+
+static const uj_uop *gen_pick(Gen *g) { return g->pool[rng_next(&g->rng) % g->npool]; }
+
+/* p*4 + v: a flat index of row p and column v. */
+static const uj_uop *gen_flat(Gen *g, const uj_uop *p, const uj_uop *v) {
+  return binary(g->ctx, UJ_OP_ADD, binary(g->ctx, UJ_OP_MUL, p, gen_const(g, 4)), v);
+}
+
+/* One link of the chain: an expression of the previous link p (so the
+ * whole chain stays under the root) that keeps values small and often has
+ * something to simplify. */
+static const uj_uop *gen_link(Gen *g, const uj_uop *p) {
+  uj_ctx *c = g->ctx;
+  const uj_uop *v = g->vars[rng_next(&g->rng) % 8], *q = gen_pick(g);
+  switch (rng_next(&g->rng) % 8) {
+  case 0: return binary(c, UJ_OP_IDIV, gen_flat(g, p, v), gen_const(g, 4)); /* (p*4+v)//4 -> p */
+  case 1: /* (p*4+v)%4 + p -> v+p */
+    return binary(c, UJ_OP_ADD, binary(c, UJ_OP_MOD, gen_flat(g, p, v), gen_const(g, 4)), p);
+  case 2: return binary(c, UJ_OP_ADD, p, gen_const(g, 0));            /* p+0 -> p */
+  case 3: return binary(c, UJ_OP_MUL, gen_const(g, 1), p);            /* 1*p -> p */
+  case 4: return binary(c, UJ_OP_SUB, binary(c, UJ_OP_ADD, p, q), q); /* (p+q)-q -> p */
+  case 5: return binary(c, UJ_OP_MOD, binary(c, UJ_OP_ADD, p, q), gen_const(g, 4096));
+  case 6: return binary(c, UJ_OP_MAX, p, v);
+  default:
+    return binary(c, UJ_OP_MOD, binary(c, UJ_OP_MUL, p, gen_const(g, 3)), gen_const(g, 4093));
+  }
+}
+
+/* A chain of links until the context holds about `target` nodes. */
+static const uj_uop *gen_graph(Gen *g, size_t target) {
+  uj_dtype i32 = uj_dtype_scalar(UJ_INT32);
+  for (int i = 0; i < 8; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "x%d", i);
+    g->vars[i] = uj_var(g->ctx, i32, name, 0, 3);
+  }
+  const uj_uop *p = g->vars[0];
+  g->pool[g->npool++] = p;
+  while (uj_ctx_node_count(g->ctx) < target && p) {
+    p = gen_link(g, p);
+    g->pool[g->npool++] = p;
+  }
+  return p;
+}
+
+static void bench_simplify(size_t target, Row *row) {
+  Gen g = {
+      .ctx = uj_ctx_new(), .rng = 0x9E3779B97F4A7C15u, .pool = malloc(target * sizeof(void *))};
+  if (!g.ctx || !g.pool) abort();
+  const uj_uop *root = gen_graph(&g, target);
+  if (!root) {
+    fprintf(stderr, "bench_core: building the graph failed: %s\n", uj_error(g.ctx));
+    exit(1);
+  }
+  size_t in = uop_graph_size(g.ctx, root);
+  double t0 = now_seconds();
+  const uj_uop *out = uj_simplify(g.ctx, root);
+  double t1 = now_seconds();
+  *row = (Row){"simplify, one graph", in, t1 - t0, ""};
+  if (out)
+    snprintf(row->note, sizeof row->note, "%zu nodes -> %zu", in, uop_graph_size(g.ctx, out));
+  else snprintf(row->note, sizeof row->note, "failed: %.80s", uj_error(g.ctx));
+  free(g.pool);
+  uj_ctx_free(g.ctx);
+}
+
+static void print_table(const Row *rows, size_t n) {
+  printf("| benchmark | nodes | time | nodes/s | note |\n");
+  printf("|---|---:|---:|---:|---|\n");
+  for (size_t i = 0; i < n; i++) {
+    const Row *r = &rows[i];
+    printf("| %s | %zu | %.0f ms | %.2f M | %s |\n", r->what, r->nodes, r->seconds * 1e3,
+           (double)r->nodes / r->seconds * 1e-6, r->note);
+  }
+}
+
+int main(int argc, char **argv) {
+  size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 2000000;
+  if (n < 16) n = 16;
+  Row rows[3];
+  bench_intern(n, &rows[0], &rows[1]);
+  bench_simplify(n / 2, &rows[2]);
+  print_table(rows, 3);
+  return 0;
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# setup.sh — the first command on a fresh Debian 12 machine.
+#
+# 1. Installs what is missing, with apt-get: cmake, a C compiler and make
+#    (build-essential), and LLVM 19 (llvm-19-dev, lld-19) for the coming
+#    back ends. Each package is checked first (dpkg -s / command -v);
+#    `apt-get update` runs once, only when something must be installed;
+#    sudo is used only when not root. If LLVM 19 has no apt candidate, a
+#    note is printed and setup goes on: nothing built yet needs it.
+# 2. Configures and builds a Release build in build/.
+# 3. Runs the main job: `build/uopjit examples/simplify.uop`, which prints
+#    the simplified program.
+#
+# Usage: scripts/setup.sh              install, build, run the example
+#        scripts/setup.sh --deps-only  install only (scripts/test.sh uses it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_PACKAGES=(cmake build-essential)
+LLVM_PACKAGES=(llvm-19-dev lld-19)
+JOBS=${UJ_JOBS:-2}
+
+sudo_cmd() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+is_installed() { dpkg -s "$1" >/dev/null 2>&1; }
+
+# Prints the packages of "$@" that are not installed yet.
+missing_packages() {
+  local pkg
+  for pkg in "$@"; do
+    is_installed "$pkg" || echo "$pkg"
+  done
+}
+
+apt_updated=0
+apt_update_once() {
+  if [ "$apt_updated" -eq 0 ]; then
+    echo "setup: apt-get update"
+    sudo_cmd apt-get update -qq
+    apt_updated=1
+  fi
+}
+
+apt_install() {
+  [ "$#" -gt 0 ] || return 0
+  apt_update_once
+  echo "setup: installing $*"
+  sudo_cmd env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "$@"
+}
+
+# A package apt can install here: it has a candidate version.
+has_candidate() {
+  local cand
+  cand=$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2}')
+  [ -n "$cand" ] && [ "$cand" != "(none)" ]
+}
+
+install_build_tools() {
+  if command -v cmake >/dev/null && command -v cc >/dev/null && command -v make >/dev/null; then
+    return 0
+  fi
+  # shellcheck disable=SC2046
+  apt_install $(missing_packages "${BUILD_PACKAGES[@]}")
+}
+
+install_llvm() {
+  local missing
+  missing=$(missing_packages "${LLVM_PACKAGES[@]}")
+  [ -n "$missing" ] || return 0
+  apt_update_once
+  local pkg
+  for pkg in $missing; do
+    if ! has_candidate "$pkg"; then
+      echo "setup: note: no apt package $pkg here; skipping LLVM 19" \
+           "(this build does not need it yet)"
+      return 0
+    fi
+  done
+  # shellcheck disable=SC2086
+  apt_install $missing
+}
+
+install_deps() {
+  if ! command -v apt-get >/dev/null; then
+    echo "setup: no apt-get here; install cmake, a C11 compiler and make by hand" >&2
+    return 0
+  fi
+  install_build_tools
+  install_llvm
+}
+
+build_release() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j"$JOBS"
+}
+
+main() {
+  install_deps
+  if [ "${1:-}" = "--deps-only" ]; then return 0; fi
+  build_release
+  echo "setup: build/uopjit examples/simplify.uop"
+  echo "--- input"
+  cat examples/simplify.uop
+  echo "--- simplified"
+  build/uopjit examples/simplify.uop
+}
+
+main "$@"
