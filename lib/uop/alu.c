@@ -76,23 +76,24 @@ double word_to_double(uj_scalar s, uint64_t w) {
   return (double)w;
 }
 
-void word_format_float(uint64_t w, char *buf, int size) {
+/* The shortest decimal that reads back (strtod, then rounding to s) to w:
+ * "0.1" for a float32 0.1, not its double "0.10000000149011612". Whole
+ * numbers below 1e16 keep all their digits ("65504.0", not "6.55e+04"). */
+void word_format_float(uj_scalar s, uint64_t w, char *buf, size_t size) {
   double v = bitsd(w);
-  if (isnan(v)) snprintf(buf, (size_t)size, "nan");
-  else if (isinf(v)) snprintf(buf, (size_t)size, v < 0 ? "-inf" : "inf");
-  else {
-    snprintf(buf, (size_t)size, "%.17g", v);
-    /* shortest form that reads back to the same double */
-    for (int prec = 1; prec < 17; prec++) {
-      char tmp[40];
-      snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-      if (strtod(tmp, NULL) == v) {
-        snprintf(buf, (size_t)size, "%s", tmp);
-        break;
-      }
-    }
-    if (!strpbrk(buf, ".en")) strncat(buf, ".0", (size_t)size - strlen(buf) - 1);
+  if (!isfinite(v)) {
+    snprintf(buf, size, "%s", isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
+    return;
   }
+  int prec = 1;
+  for (; prec < 17; prec++) {
+    snprintf(buf, size, "%.*g", prec, v);
+    if (word_from_double(s, strtod(buf, NULL)) == w) break;
+  }
+  int exp10 = v == 0 ? 0 : (int)floor(log10(fabs(v)));
+  if (exp10 >= prec && exp10 < 16) prec = exp10 + 1; /* more digits still read back */
+  int n = snprintf(buf, size, "%.*g", prec, v);
+  if (!strpbrk(buf, ".e") && n >= 0 && (size_t)n + 2 < size) strcat(buf, ".0");
 }
 
 /* ---- bit patterns, for BITCAST and memory (eval.c) ---- */

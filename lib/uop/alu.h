@@ -26,7 +26,8 @@ uint64_t alu_eval(Op op, uj_scalar out, uj_scalar in, const uint64_t *args);
  * word of such a pattern; BITCAST is one after the other. */
 uint64_t word_to_mem_bits(uj_scalar s, uint64_t w);
 uint64_t word_from_mem_bits(uj_scalar s, uint64_t bits);
-/* Writes a float word the way the text form spells it ("1.5", "inf", "nan"). */
-void word_format_float(uint64_t w, char *buf, int size);
+/* Writes a float word of scalar s the way the text form spells it: the
+ * shortest decimal that reads back to it ("0.1", "65504.0"), "inf", "nan". */
+void word_format_float(uj_scalar s, uint64_t w, char *buf, size_t size);
 
 #endif

@@ -330,11 +330,7 @@ static bool parse_float(const Token *t, double *out) {
 }
 
 static bool is_name(const Token *t) {
-  const char *s = t->text;
-  bool ok =
-      t->kind == TOK_WORD && ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_');
-  for (size_t i = 1; ok && i < t->len; i++) ok = is_ref_char(s[i]) || s[i] == '.';
-  return ok;
+  return t->kind == TOK_WORD && text_name_is_bare(t->text, t->len);
 }
 
 static int hex_value(char c) {

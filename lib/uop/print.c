@@ -59,11 +59,11 @@ static void out_fmt(Out *o, const char *fmt, ...) {
 
 /* ---- one node's head: "(OP:DTYPE arg..." ---- */
 
-static bool name_is_bare(const char *s) {
-  bool ok = (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_';
-  for (const char *c = s + 1; ok && *c; c++)
-    ok = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-         *c == '_' || *c == '.';
+bool text_name_is_bare(const char *s, size_t len) {
+  bool ok = len > 0 && ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_');
+  for (size_t i = 1; ok && i < len; i++)
+    ok = (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+         (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.';
   return ok;
 }
 
@@ -71,7 +71,7 @@ static bool name_is_bare(const char *s) {
  * bytes escaped as \" \\ \xHH. */
 static void out_name(Out *o, const char *s) {
   if (!s) s = "";
-  if (name_is_bare(s)) {
+  if (text_name_is_bare(s, strlen(s))) {
     out_str(o, s);
     return;
   }
@@ -87,36 +87,14 @@ static void out_name(Out *o, const char *s) {
   out_str(o, "\"");
 }
 
-/* The shortest decimal that reads back (strtod, then rounding to s) to
- * this word: "0.1" for a float32 0.1, not its double "0.10000000149011612".
- * Whole numbers below 1e16 keep all their digits ("65504.0", not
- * "6.55e+04"); inf, -inf and nan as word_format_float spells them. */
-static void out_float(Out *o, uj_scalar s, uint64_t word) {
-  double v = word_to_double(s, word);
-  char tmp[48];
-  if (!isfinite(v)) {
-    word_format_float(word, tmp, sizeof tmp);
-    out_str(o, tmp);
-    return;
-  }
-  int prec = 1;
-  for (; prec < 17; prec++) {
-    snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-    if (word_from_double(s, strtod(tmp, NULL)) == word) break;
-  }
-  int exp10 = v == 0 ? 0 : (int)floor(log10(fabs(v)));
-  if (exp10 >= prec && exp10 < 16) prec = exp10 + 1; /* more digits still read back */
-  snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-  out_str(o, tmp);
-  if (!strpbrk(tmp, ".e")) out_str(o, ".0");
-}
-
 static void out_const_value(Out *o, DType dt, uint64_t word) {
   const ScalarInfo *s = &scalar_table[dt.scalar < UJ_SCALAR_COUNT ? dt.scalar : UJ_VOID];
   if (dt.scalar == UJ_BOOL) {
     out_str(o, word ? "true" : "false");
   } else if (s->is_float) {
-    out_float(o, (uj_scalar)dt.scalar, word);
+    char tmp[48];
+    word_format_float((uj_scalar)dt.scalar, word, tmp, sizeof tmp);
+    out_str(o, tmp);
   } else if (s->is_signed) {
     out_fmt(o, "%" PRId64, (int64_t)word);
   } else {

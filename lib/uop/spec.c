@@ -33,7 +33,8 @@ bool spec_check_shape(Ctx *ctx, Op op, DType dtype, size_t nsrc, Arg arg) {
   }
   if ((int64_t)nsrc < info->min_src || (info->max_src >= 0 && (int64_t)nsrc > info->max_src)) {
     if (info->min_src == info->max_src)
-      ctx_set_error(ctx, "%s takes %d sources, not %zu", info->name, info->min_src, nsrc);
+      ctx_set_error(ctx, "%s takes %d source%s, not %zu", info->name, info->min_src,
+                    info->min_src == 1 ? "" : "s", nsrc);
     else if (info->max_src < 0)
       ctx_set_error(ctx, "%s takes at least %d sources, not %zu", info->name, info->min_src, nsrc);
     else

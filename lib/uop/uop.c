@@ -165,7 +165,7 @@ static UOp *node_make(Ctx *ctx, uint64_t key, Op op, DType dt, const UOp *const 
   u->nints = arg.nints;
   u->key = key;
   u->name = arg.name;
-  memcpy(u->src, src, nsrc * sizeof *src);
+  if (nsrc) memcpy(u->src, src, nsrc * sizeof *src);
   int64_t *ints = (int64_t *)(u->src + nsrc);
   if (arg.nints) memcpy(ints, arg.ints, arg.nints * sizeof *ints);
   u->ints = ints;
