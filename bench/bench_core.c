@@ -121,7 +121,7 @@ static const uj_uop *gen_link(Gen *g, const uj_uop *p) {
 static const uj_uop *gen_graph(Gen *g, size_t target) {
   uj_dtype i32 = uj_dtype_scalar(UJ_INT32);
   for (int i = 0; i < 8; i++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     g->vars[i] = uj_var(g->ctx, i32, name, 0, 3);
   }
