@@ -115,8 +115,8 @@ static bool rebuild(Walk *w, const UOp *u) {
   const UOp *v = uop_replace_src(w->rw.ctx, u, src, u->nsrc);
   if (src != small) free(src);
   if (!v || !walk_fit(w)) return false;
-  const UOp *r = ruleset_apply(&w->rw, v);
-  if (!r) return false;
+  const UOp *r = ruleset_apply(&w->rw, v); /* may make nodes: fit the tables again */
+  if (!r || !walk_fit(w)) return false;
   w->shared[v->id] |= w->shared[u->id];
   if (r == v) {
     finish(w, u, v);
@@ -128,7 +128,6 @@ static bool rebuild(Walk *w, const UOp *u) {
     ctx_set_error(w->rw.ctx, "rewrite rules do not converge");
     return false;
   }
-  if (!walk_fit(w)) return false;
   if (w->memo[r->id]) {
     finish(w, u, w->memo[r->id]);
     return true;
