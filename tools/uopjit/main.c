@@ -196,11 +196,12 @@ static int run_once(const Options *o) {
 
 /* ---- the prompt ---- */
 
-/* p at an opening '"': the closing one, or the last byte before the end. */
+/* p at an opening '"': the closing one, or (strings do not span lines)
+ * the last byte before the end of the line or text. */
 static const char *skip_string(const char *p) {
-  for (p++; *p && *p != '"'; p++)
-    if (*p == '\\' && p[1]) p++;
-  return *p ? p : p - 1;
+  for (p++; *p && *p != '"' && *p != '\n'; p++)
+    if (*p == '\\' && p[1] && p[1] != '\n') p++;
+  return *p == '"' ? p : p - 1;
 }
 
 /* p at the start of a word or %reference: its last byte. */
