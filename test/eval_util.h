@@ -27,8 +27,7 @@ static inline const UOp *k_float(Ctx *ctx, uj_scalar s, double v) {
 
 /* A node through the checked constructor; sources are a, b, c up to the
  * first NULL. */
-static inline const UOp *mk(Ctx *ctx, Op op, DType dt, const UOp *a, const UOp *b,
-                            const UOp *c) {
+static inline const UOp *mk(Ctx *ctx, Op op, DType dt, const UOp *a, const UOp *b, const UOp *c) {
   const UOp *src[3] = {a, b, c};
   size_t n = !a ? 0 : !b ? 1 : !c ? 2 : 3;
   const UOp *u = uj_uop_new(ctx, op, dt, src, n, arg_none());

@@ -44,16 +44,16 @@ static void test_load_store(Ctx *ctx) {
   const UOp *st[4], *loads[4];
   for (int i = 0; i < 4; i++) {
     loads[i] = load(ctx, idx(ctx, pi, i, NULL), NULL);
-    const UOp *v = alu(ctx, UJ_OP_MULACC, loads[i], k_float(ctx, UJ_FLOAT32, 2),
-                       k_float(ctx, UJ_FLOAT32, 1));
+    const UOp *v =
+        alu(ctx, UJ_OP_MULACC, loads[i], k_float(ctx, UJ_FLOAT32, 2), k_float(ctx, UJ_FLOAT32, 1));
     st[i] = store(ctx, idx(ctx, po, i, NULL), v);
   }
   const UOp *root = sink(ctx, st, 4);
   Eval *ev = eval_new(ctx);
   CHECK(eval_bind_param(ev, 0, in, sizeof in) && eval_bind_param(ev, 1, out, sizeof out), "bind");
   CHECK(eval_run(ev, root), "run: %s", uj_error(ctx));
-  CHECK(out[0] == 3 && out[1] == 5 && out[2] == 7 && out[3] == 9, "out = %g %g %g %g",
-        out[0], out[1], out[2], out[3]);
+  CHECK(out[0] == 3 && out[1] == 5 && out[2] == 7 && out[3] == 9, "out = %g %g %g %g", out[0],
+        out[1], out[2], out[3]);
   CHECK(eval_value(ev, loads[2]) && w2d(eval_value(ev, loads[2])[0]) == 3.0, "LOAD value");
   CHECK(eval_value(ev, root) == NULL && eval_value(ev, st[0]) == NULL, "void nodes: no words");
   CHECK(eval_value(ev, pi) == NULL, "pointers: no words");
@@ -69,7 +69,8 @@ static void test_swap_and_order(Ctx *ctx) {
   CHECK(run2(ctx, sink(ctx, sw, 2), m, sizeof m, NULL, 0), "run: %s", uj_error(ctx));
   CHECK(m[0] == 20 && m[1] == 10, "swap: %d %d", m[0], m[1]);
   /* stores to one element: the later in SINK order wins, nested SINKs too */
-  const UOp *s1 = store(ctx, a, k_int(ctx, UJ_INT32, 1)), *s2 = store(ctx, a, k_int(ctx, UJ_INT32, 2));
+  const UOp *s1 = store(ctx, a, k_int(ctx, UJ_INT32, 1)),
+            *s2 = store(ctx, a, k_int(ctx, UJ_INT32, 2));
   CHECK(run2(ctx, sink(ctx, (const UOp *[]){s1, s2}, 2), m, sizeof m, NULL, 0) && m[0] == 2,
         "later store wins: %d", m[0]);
   CHECK(run2(ctx, sink(ctx, (const UOp *[]){s2, s1}, 2), m, sizeof m, NULL, 0) && m[0] == 1,
@@ -90,7 +91,8 @@ static void test_gates(Ctx *ctx) {
   uint64_t got = 0;
   Eval *ev = eval_new(ctx);
   eval_bind_param(ev, 0, m, sizeof m);
-  const UOp *l1 = load(ctx, idx(ctx, p, 1000, off), alt), *l2 = load(ctx, idx(ctx, p, -5, off), NULL);
+  const UOp *l1 = load(ctx, idx(ctx, p, 1000, off), alt),
+            *l2 = load(ctx, idx(ctx, p, -5, off), NULL);
   const UOp *l3 = load(ctx, idx(ctx, p, 2, on), alt);
   const UOp *s = store(ctx, idx(ctx, p, 1000, off), k_int(ctx, UJ_INT32, 99));
   const UOp *s0 = store(ctx, idx(ctx, p, 0, off), k_int(ctx, UJ_INT32, 99));
@@ -111,7 +113,8 @@ static void test_gates(Ctx *ctx) {
     CHECK(eval_value(ev, l)[0] == word_from_int(UJ_INT32, want), "i=%lld", (long long)v);
   }
   /* a gate on an inner INDEX holds for the outer one */
-  const UOp *outer = mk(ctx, UJ_OP_INDEX, p->dtype, idx(ctx, p, 500, off), k_int(ctx, UJ_INT32, 1), NULL);
+  const UOp *outer =
+      mk(ctx, UJ_OP_INDEX, p->dtype, idx(ctx, p, 500, off), k_int(ctx, UJ_INT32, 1), NULL);
   CHECK(eval_run(ev, load(ctx, outer, alt)) && eval_value(ev, load(ctx, outer, alt))[0] == 7,
         "inner gate: %s", uj_error(ctx));
   eval_free(ev);
@@ -136,8 +139,9 @@ static void test_out_of_bounds(Ctx *ctx) {
   CHECK(!run2(ctx, load(ctx, idx(ctx, p, 3, NULL), NULL), m, 15, NULL, 0), "15 bytes: 3 ints");
   /* index overflow, uint64 index above int64 */
   const UOp *big = k_word(ctx, UJ_UINT64, UINT64_MAX);
-  CHECK(!run2(ctx, load(ctx, mk(ctx, UJ_OP_INDEX, p->dtype, p, big, NULL), NULL), m, sizeof m,
-              NULL, 0), "uint64 index 2^64-1");
+  CHECK(!run2(ctx, load(ctx, mk(ctx, UJ_OP_INDEX, p->dtype, p, big, NULL), NULL), m, sizeof m, NULL,
+              0),
+        "uint64 index 2^64-1");
   /* a BUFFER's count is its declared size */
   const UOp *b = buffer(ctx, 0, 3, ptr(UJ_INT32, 1));
   Eval *ev = eval_new(ctx);
@@ -158,34 +162,36 @@ static void test_layout(Ctx *ctx) {
     unsigned char bytes[8];
     size_t n;
   } cases[] = {
-    {UJ_BOOL, 1, 0, {1}, 1},
-    {UJ_INT8, -2, 0, {0xfe}, 1},
-    {UJ_UINT8, 200, 0, {200}, 1},
-    {UJ_INT16, -2, 0, {0xfe, 0xff}, 2},
-    {UJ_UINT16, 0x1234, 0, {0x34, 0x12}, 2},
-    {UJ_INT32, 0x01020304, 0, {4, 3, 2, 1}, 4},
-    {UJ_UINT32, 0x80000000u, 0, {0, 0, 0, 0x80}, 4},
-    {UJ_INT64, -1, 0, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 8},
-    {UJ_UINT64, 0x0102030405060708, 0, {8, 7, 6, 5, 4, 3, 2, 1}, 8},
-    {UJ_FLOAT16, 0, 1.0, {0x00, 0x3c}, 2},
-    {UJ_FLOAT16, 0, -0x1p-24, {0x01, 0x80}, 2},
-    {UJ_BFLOAT16, 0, -2.0, {0x00, 0xc0}, 2},
-    {UJ_FLOAT32, 0, 1.0, {0, 0, 0x80, 0x3f}, 4},
-    {UJ_FLOAT64, 0, 1.0, {0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, 8},
+      {UJ_BOOL, 1, 0, {1}, 1},
+      {UJ_INT8, -2, 0, {0xfe}, 1},
+      {UJ_UINT8, 200, 0, {200}, 1},
+      {UJ_INT16, -2, 0, {0xfe, 0xff}, 2},
+      {UJ_UINT16, 0x1234, 0, {0x34, 0x12}, 2},
+      {UJ_INT32, 0x01020304, 0, {4, 3, 2, 1}, 4},
+      {UJ_UINT32, 0x80000000u, 0, {0, 0, 0, 0x80}, 4},
+      {UJ_INT64, -1, 0, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 8},
+      {UJ_UINT64, 0x0102030405060708, 0, {8, 7, 6, 5, 4, 3, 2, 1}, 8},
+      {UJ_FLOAT16, 0, 1.0, {0x00, 0x3c}, 2},
+      {UJ_FLOAT16, 0, -0x1p-24, {0x01, 0x80}, 2},
+      {UJ_BFLOAT16, 0, -2.0, {0x00, 0xc0}, 2},
+      {UJ_FLOAT32, 0, 1.0, {0, 0, 0x80, 0x3f}, 4},
+      {UJ_FLOAT64, 0, 1.0, {0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, 8},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     uj_scalar s = cases[i].s;
     unsigned char m[8] = {0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa};
     const UOp *p = param(ctx, 0, ptr(s, 1));
-    const UOp *v = scalar_table[s].is_float ? k_float(ctx, s, cases[i].f) : k_int(ctx, s, cases[i].i);
+    const UOp *v =
+        scalar_table[s].is_float ? k_float(ctx, s, cases[i].f) : k_int(ctx, s, cases[i].i);
     CHECK(run2(ctx, store(ctx, idx(ctx, p, 0, NULL), v), m, cases[i].n, NULL, 0), "run: %s",
           uj_error(ctx));
     CHECK(memcmp(m, cases[i].bytes, cases[i].n) == 0 && (cases[i].n == 8 || m[cases[i].n] == 0xaa),
           "%s: bytes %02x %02x ...", scalar_table[s].name, m[0], m[1]);
     Eval *ev = eval_new(ctx);
     const UOp *l = load(ctx, idx(ctx, p, 0, NULL), NULL);
-    CHECK(eval_bind_param(ev, 0, m, cases[i].n) && eval_run(ev, l) && eval_value(ev, l)[0] ==
-          uop_const_value(v), "%s: loads back", scalar_table[s].name);
+    CHECK(eval_bind_param(ev, 0, m, cases[i].n) && eval_run(ev, l) &&
+              eval_value(ev, l)[0] == uop_const_value(v),
+          "%s: loads back", scalar_table[s].name);
     eval_free(ev);
   }
   /* any nonzero byte is true; a NaN with a payload loads as the canonical NaN */
@@ -208,7 +214,8 @@ static void test_layout(Ctx *ctx) {
 /* Vector values (from a value PARAM or a vector LOAD) lane by lane. */
 static void test_vectors(Ctx *ctx) {
   int32_t a[4] = {1, -2, INT32_MAX, 4}, b[4] = {0, 5, 1, 4};
-  const UOp *va = param(ctx, 0, uj_dtype_vec(UJ_INT32, 4)), *vb = param(ctx, 1, uj_dtype_vec(UJ_INT32, 4));
+  const UOp *va = param(ctx, 0, uj_dtype_vec(UJ_INT32, 4)),
+            *vb = param(ctx, 1, uj_dtype_vec(UJ_INT32, 4));
   const UOp *sum = alu(ctx, UJ_OP_ADD, va, vb, NULL), *lt = alu(ctx, UJ_OP_CMPLT, va, vb, NULL);
   const UOp *w = alu(ctx, UJ_OP_WHERE, lt, va, vb);
   const UOp *f = mk(ctx, UJ_OP_CAST, uj_dtype_vec(UJ_FLOAT32, 4), va, NULL, NULL);
@@ -252,8 +259,8 @@ static void test_scalar_param_and_index_chain(Ctx *ctx) {
   int16_t m[6] = {0, 10, 20, 30, 40, 50};
   const UOp *p = param(ctx, 1, ptr(UJ_INT16, 1));
   const UOp *u8 = k_int(ctx, UJ_UINT8, 1), *i64 = k_int(ctx, UJ_INT64, 2);
-  const UOp *chain = mk(ctx, UJ_OP_INDEX, p->dtype, mk(ctx, UJ_OP_INDEX, p->dtype, p, i64, NULL),
-                        u8, NULL);
+  const UOp *chain =
+      mk(ctx, UJ_OP_INDEX, p->dtype, mk(ctx, UJ_OP_INDEX, p->dtype, p, i64, NULL), u8, NULL);
   const UOp *l = load(ctx, chain, NULL);
   CHECK(eval_bind_param(ev, 1, m, sizeof m) && eval_run(ev, l) && eval_value(ev, l)[0] == 30,
         "INDEX of INDEX: element 3: %s", uj_error(ctx));

@@ -14,7 +14,8 @@
 
 /* A valid node of op; `v` varies one part of it (an arg int or a source). */
 static const UOp *sample(Ctx *ctx, Op op, int64_t v) {
-  DType i32 = dt_scalar(UJ_INT32), f32 = dt_scalar(UJ_FLOAT32), pf = uj_dtype_ptr(UJ_FLOAT32, 1, UJ_AS_GLOBAL);
+  DType i32 = dt_scalar(UJ_INT32), f32 = dt_scalar(UJ_FLOAT32),
+        pf = uj_dtype_ptr(UJ_FLOAT32, 1, UJ_AS_GLOBAL);
   char name[8] = "n", device[8] = "CPU", callee[8] = "kern"; /* fresh memory each call */
   int64_t ints[2] = {v, 16}, range[2] = {0, 10 + v};
   const UOp *c0 = uj_const_int(ctx, i32, 0), *cv = uj_const_int(ctx, i32, v);
@@ -31,18 +32,21 @@ static const UOp *sample(Ctx *ctx, Op op, int64_t v) {
   case UJ_OP_BUFFER: return uj_uop_new(ctx, op, pf, NULL, 0, (Arg){device, ints, 2});
   case UJ_OP_INDEX: return ix;
   case UJ_OP_LOAD: return uj_uop_new(ctx, op, f32, &ix, 1, arg_none());
-  case UJ_OP_STORE: return uj_uop_new(ctx, op, dt_scalar(UJ_VOID), (const UOp *[]){ix, fv}, 2, arg_none());
+  case UJ_OP_STORE:
+    return uj_uop_new(ctx, op, dt_scalar(UJ_VOID), (const UOp *[]){ix, fv}, 2, arg_none());
   case UJ_OP_CAST: return uj_uop_new(ctx, op, f32, &cv, 1, arg_none());
   case UJ_OP_BITCAST: return uj_uop_new(ctx, op, f32, &cv, 1, arg_none());
   case UJ_OP_NEG: return uj_uop_new(ctx, op, i32, &cv, 1, arg_none());
   case UJ_OP_FDIV: return uj_uop_new(ctx, op, f32, (const UOp *[]){fv, fv}, 2, arg_none());
   case UJ_OP_WHERE:
-    return uj_uop_new(ctx, op, i32, (const UOp *[]){uj_const_bool(ctx, true), cv, c0}, 3, arg_none());
+    return uj_uop_new(ctx, op, i32, (const UOp *[]){uj_const_bool(ctx, true), cv, c0}, 3,
+                      arg_none());
   case UJ_OP_MULACC: src[2] = cv; return uj_uop_new(ctx, op, i32, src, 3, arg_none());
   default: break;
   }
   if (op_has(op, OPF_UNARY)) return uj_uop_new(ctx, op, f32, &fv, 1, arg_none());
-  return uj_uop_new(ctx, op, op_has(op, OPF_COMPARE) ? dt_scalar(UJ_BOOL) : i32, src, 2, arg_none());
+  return uj_uop_new(ctx, op, op_has(op, OPF_COMPARE) ? dt_scalar(UJ_BOOL) : i32, src, 2,
+                    arg_none());
 }
 
 static void test_intern_every_op(void) {
@@ -69,7 +73,8 @@ static void test_intern_every_op(void) {
   DType i32 = dt_scalar(UJ_INT32);
   int64_t r[2] = {0, 10};
   CHECK(uj_var(ctx, i32, "n", 0, 10) != uj_var(ctx, i32, "m", 0, 10), "name differs");
-  CHECK(uj_var(ctx, i32, "n", 0, 10) == uop_new(ctx, UJ_OP_DEFINE_VAR, i32, NULL, 0, (Arg){"n", r, 2}),
+  CHECK(uj_var(ctx, i32, "n", 0, 10) ==
+            uop_new(ctx, UJ_OP_DEFINE_VAR, i32, NULL, 0, (Arg){"n", r, 2}),
         "same var");
   const UOp *k0 = uj_uop_new(ctx, UJ_OP_CALL, dt_scalar(UJ_VOID), NULL, 0, (Arg){"k", NULL, 0});
   const UOp *k1 = uj_uop_new(ctx, UJ_OP_CALL, dt_scalar(UJ_VOID), NULL, 0, (Arg){"k", r, 1});
@@ -130,10 +135,13 @@ static void check_dtype(const char *text, DType want, const char *printed) {
 static void test_dtype_names(void) {
   for (int s = 1; s < UJ_SCALAR_COUNT; s++)
     check_dtype(scalar_table[s].name, dt_scalar((uj_scalar)s), scalar_table[s].name);
-  static const struct { const char *alias; uj_scalar s; } aliases[] = {
-    {"int", UJ_INT32},     {"uint", UJ_UINT32},   {"long", UJ_INT64},   {"ulong", UJ_UINT64},
-    {"char", UJ_INT8},     {"uchar", UJ_UINT8},   {"short", UJ_INT16},  {"ushort", UJ_UINT16},
-    {"half", UJ_FLOAT16},  {"float", UJ_FLOAT32}, {"double", UJ_FLOAT64},
+  static const struct {
+    const char *alias;
+    uj_scalar s;
+  } aliases[] = {
+      {"int", UJ_INT32},    {"uint", UJ_UINT32},   {"long", UJ_INT64},     {"ulong", UJ_UINT64},
+      {"char", UJ_INT8},    {"uchar", UJ_UINT8},   {"short", UJ_INT16},    {"ushort", UJ_UINT16},
+      {"half", UJ_FLOAT16}, {"float", UJ_FLOAT32}, {"double", UJ_FLOAT64},
   };
   for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
     check_dtype(aliases[i].alias, dt_scalar(aliases[i].s), scalar_table[aliases[i].s].name);
@@ -150,9 +158,25 @@ static void test_dtype_names(void) {
   check_dtype("void*", uj_dtype_ptr(UJ_VOID, 1, UJ_AS_GLOBAL), "void*");
   check_dtype("bfloat16x16*", uj_dtype_ptr(UJ_BFLOAT16, 16, UJ_AS_GLOBAL), "bfloat16x16*");
   static const char *const bad[] = {
-    "", "float33", "int32x0", "int32x", "x4", "void", "voidx2*", "float32*shared", "float32**",
-    "int32x4x2", "Int32", " int32", "int32 ", "*", "int32x65536", "int32x123456", "float32*local*",
-    "int32x-4", "uint128",
+      "",
+      "float33",
+      "int32x0",
+      "int32x",
+      "x4",
+      "void",
+      "voidx2*",
+      "float32*shared",
+      "float32**",
+      "int32x4x2",
+      "Int32",
+      " int32",
+      "int32 ",
+      "*",
+      "int32x65536",
+      "int32x123456",
+      "float32*local*",
+      "int32x-4",
+      "uint128",
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     DType d;
@@ -182,7 +206,8 @@ static void test_dtype_round_trip(void) {
     }
   }
   CHECK(uj_dtype_eq(uj_dtype_scalar(UJ_INT8), dt_scalar(UJ_INT8)), "uj_dtype_scalar");
-  CHECK(!uj_dtype_eq(uj_dtype_vec(UJ_INT8, 2), uj_dtype_ptr(UJ_INT8, 2, UJ_AS_GLOBAL)), "vec vs ptr");
+  CHECK(!uj_dtype_eq(uj_dtype_vec(UJ_INT8, 2), uj_dtype_ptr(UJ_INT8, 2, UJ_AS_GLOBAL)),
+        "vec vs ptr");
   CHECK(!uj_dtype_eq(uj_dtype_ptr(UJ_INT8, 1, UJ_AS_LOCAL), uj_dtype_ptr(UJ_INT8, 1, UJ_AS_REG)),
         "address spaces differ");
 }

@@ -8,7 +8,7 @@
 #include "eval_util.h"
 
 #define EXPECT(u, lo, hi) expect_bounds(__LINE__, u, lo, hi)
-#define EXPECT_NONE(u) CHECK((u) && !(u)->bounded, "line %d: must have no bounds", __LINE__)
+#define EXPECT_NONE(u)    CHECK((u) && !(u)->bounded, "line %d: must have no bounds", __LINE__)
 
 static void expect_bounds(int line, const UOp *u, int64_t lo, int64_t hi) {
   CHECK(u && u->bounded && u->vmin == lo && u->vmax == hi,
@@ -37,8 +37,10 @@ static void test_leaves(Ctx *ctx) {
   EXPECT(k_int(ctx, UJ_UINT32, 4294967295), 4294967295, 4294967295);
   EXPECT_NONE(k_float(ctx, UJ_FLOAT32, 1.0));
   int64_t slot = 0;
-  EXPECT(uj_uop_new(ctx, UJ_OP_PARAM, dt_scalar(UJ_INT8), NULL, 0, (Arg){NULL, &slot, 1}), -128, 127);
-  EXPECT_NONE(uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_vec(UJ_INT8, 4), NULL, 0, (Arg){NULL, &slot, 1}));
+  EXPECT(uj_uop_new(ctx, UJ_OP_PARAM, dt_scalar(UJ_INT8), NULL, 0, (Arg){NULL, &slot, 1}), -128,
+         127);
+  EXPECT_NONE(
+      uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_vec(UJ_INT8, 4), NULL, 0, (Arg){NULL, &slot, 1}));
   EXPECT_NONE(uj_uop_new(ctx, UJ_OP_PARAM, dt_scalar(UJ_UINT64), NULL, 0, (Arg){NULL, &slot, 1}));
   const UOp *p = uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_ptr(UJ_UINT8, 1, UJ_AS_GLOBAL), NULL, 0,
                             (Arg){NULL, &slot, 1});
@@ -57,7 +59,8 @@ static void test_arith(Ctx *ctx) {
   EXPECT(alu(ctx, UJ_OP_MULACC, b, c, a), -10, 25);
   EXPECT(op2(t, UJ_OP_MAX, a, b), 0, 10);
   /* wrap-around: the whole range */
-  EXPECT(op2(t, UJ_OP_ADD, var(t, "big", INT32_MAX - 5, INT32_MAX), k(t, 10)), INT32_MIN, INT32_MAX);
+  EXPECT(op2(t, UJ_OP_ADD, var(t, "big", INT32_MAX - 5, INT32_MAX), k(t, 10)), INT32_MIN,
+         INT32_MAX);
   EXPECT(op2(t, UJ_OP_MUL, var(t, "m", 0, 100000), k(t, 100000)), INT32_MIN, INT32_MAX);
   T i8 = {ctx, UJ_INT8}, u32 = {ctx, UJ_UINT32}, u8 = {ctx, UJ_UINT8};
   EXPECT(op2(i8, UJ_OP_ADD, var(i8, "a", 100, 127), k(i8, 10)), -128, 127);
@@ -106,7 +109,7 @@ static void test_bits_shifts(Ctx *ctx) {
   EXPECT(op2(t, UJ_OP_AND, n, b), INT32_MIN, INT32_MAX); /* negative: no claim */
   EXPECT(op2(t, UJ_OP_SHL, var(t, "e", 1, 3), k(t, 2)), 4, 12);
   EXPECT(op2(t, UJ_OP_SHR, n, k(t, 1)), -4, 4);
-  EXPECT(op2(t, UJ_OP_SHL, a, b), INT32_MIN, INT32_MAX);      /* amount not a constant */
+  EXPECT(op2(t, UJ_OP_SHL, a, b), INT32_MIN, INT32_MAX);        /* amount not a constant */
   EXPECT(op2(t, UJ_OP_SHL, a, k(t, 40)), INT32_MIN, INT32_MAX); /* amount taken mod 32 */
   EXPECT(op2(t, UJ_OP_SHL, k(t, 1), k(t, 31)), INT32_MIN, INT32_MAX);
   T b1 = {ctx, UJ_BOOL};
@@ -124,7 +127,8 @@ static void test_compare_where_cast(Ctx *ctx) {
   EXPECT(op2(t, UJ_OP_CMPEQ, k(t, 4), k(t, 4)), 1, 1);
   EXPECT(op2(t, UJ_OP_CMPNE, k(t, 4), k(t, 4)), 0, 0);
   EXPECT(op2(t, UJ_OP_CMPEQ, a, c), 0, 1);
-  EXPECT(alu(ctx, UJ_OP_CMPLT, k_float(ctx, UJ_FLOAT32, 1), k_float(ctx, UJ_FLOAT32, 2), NULL), 0, 1);
+  EXPECT(alu(ctx, UJ_OP_CMPLT, k_float(ctx, UJ_FLOAT32, 1), k_float(ctx, UJ_FLOAT32, 2), NULL), 0,
+         1);
   const UOp *cond = op2(t, UJ_OP_CMPLT, a, c);
   EXPECT(alu(ctx, UJ_OP_WHERE, cond, a, b), 0, 20);
   EXPECT(alu(ctx, UJ_OP_WHERE, op2(t, UJ_OP_CMPLT, a, b), a, b), 0, 5);
@@ -146,14 +150,17 @@ static void test_compare_where_cast(Ctx *ctx) {
 
 /* ---- soundness: the evaluator's values lie inside the bounds ---- */
 
-typedef struct Range { int64_t lo, hi; } Range;
+typedef struct Range {
+  int64_t lo, hi;
+} Range;
 
 /* Small ranges that fit s: a few generic ones, the two ends, the middle. */
 static size_t ranges_of(uj_scalar s, Range *out) {
   int64_t lo, hi;
   if (!dtype_full_bounds(dt_scalar(s), &lo, &hi)) lo = 0, hi = INT64_MAX; /* uint64 */
-  static const Range generic[] = {{-5, 5}, {0, 7}, {3, 3}, {1, 4}, {-3, -1}, {0, 0}, {-1, -1},
-                                  {-12, -2}, {5, 11}, {-20, 20}, {-1, 0}, {2, 30}, {-30, -7}};
+  static const Range generic[] = {{-5, 5}, {0, 7},   {3, 3},    {1, 4},  {-3, -1},
+                                  {0, 0},  {-1, -1}, {-12, -2}, {5, 11}, {-20, 20},
+                                  {-1, 0}, {2, 30},  {-30, -7}};
   size_t n = 0;
   for (size_t i = 0; i < sizeof generic / sizeof *generic; i++)
     if (generic[i].lo >= lo && generic[i].hi <= hi) out[n++] = generic[i];
@@ -169,9 +176,9 @@ static long sweep_one(uj_scalar s, Op op, Range ra, Range rb, long *evals) {
   DType d = dt_scalar(s);
   const UOp *a = uj_var(ctx, d, "a", ra.lo, ra.hi), *b = uj_var(ctx, d, "b", rb.lo, rb.hi);
   const UOp *u = op_has(op, OPF_UNARY) ? alu(ctx, op, a, NULL, NULL)
-                 : op == UJ_OP_MULACC ? alu(ctx, op, a, b, a)
-                 : op == UJ_OP_WHERE ? alu(ctx, op, alu(ctx, UJ_OP_CMPLT, a, b, NULL), a, b)
-                                     : alu(ctx, op, a, b, NULL);
+                 : op == UJ_OP_MULACC  ? alu(ctx, op, a, b, a)
+                 : op == UJ_OP_WHERE   ? alu(ctx, op, alu(ctx, UJ_OP_CMPLT, a, b, NULL), a, b)
+                                       : alu(ctx, op, a, b, NULL);
   long bad = 0;
   Eval *ev = eval_new(ctx);
   CHECK(u && (u->bounded || s == UJ_UINT64), "%s %s must be bounded", scalar_table[s].name,
@@ -186,10 +193,12 @@ static long sweep_one(uj_scalar s, Op op, Range ra, Range rb, long *evals) {
       int64_t v = ok ? (int64_t)eval_value(ev, u)[0] : 0; /* uint64 above INT64_MAX: < 0 */
       if (ok && v >= u->vmin && v <= u->vmax) continue;
       bad++;
-      CHECK(0, "%s %s(%lld, %lld) = %lld outside [%lld, %lld] (a in [%lld, %lld], b in [%lld, %lld]) %s",
-            scalar_table[s].name, op_table[op].name, (long long)x, (long long)y, (long long)v,
-            (long long)u->vmin, (long long)u->vmax, (long long)ra.lo, (long long)ra.hi,
-            (long long)rb.lo, (long long)rb.hi, ok ? "" : uj_error(ctx));
+      CHECK(
+          0,
+          "%s %s(%lld, %lld) = %lld outside [%lld, %lld] (a in [%lld, %lld], b in [%lld, %lld]) %s",
+          scalar_table[s].name, op_table[op].name, (long long)x, (long long)y, (long long)v,
+          (long long)u->vmin, (long long)u->vmax, (long long)ra.lo, (long long)ra.hi,
+          (long long)rb.lo, (long long)rb.hi, ok ? "" : uj_error(ctx));
     }
   }
   eval_free(ev);
@@ -198,11 +207,12 @@ static long sweep_one(uj_scalar s, Op op, Range ra, Range rb, long *evals) {
 }
 
 static void test_soundness(void) {
-  static const uj_scalar types[] = {UJ_INT8, UJ_UINT8, UJ_INT16, UJ_INT32, UJ_UINT32, UJ_INT64,
-                                    UJ_UINT64};
-  static const Op ops[] = {UJ_OP_ADD, UJ_OP_SUB, UJ_OP_MUL, UJ_OP_IDIV, UJ_OP_MOD, UJ_OP_MAX,
-                           UJ_OP_AND, UJ_OP_OR, UJ_OP_XOR, UJ_OP_SHL, UJ_OP_SHR, UJ_OP_CMPLT,
-                           UJ_OP_CMPNE, UJ_OP_CMPEQ, UJ_OP_NEG, UJ_OP_MULACC, UJ_OP_WHERE};
+  static const uj_scalar types[] = {UJ_INT8,   UJ_UINT8, UJ_INT16, UJ_INT32,
+                                    UJ_UINT32, UJ_INT64, UJ_UINT64};
+  static const Op ops[] = {UJ_OP_ADD,    UJ_OP_SUB,   UJ_OP_MUL,   UJ_OP_IDIV,  UJ_OP_MOD,
+                           UJ_OP_MAX,    UJ_OP_AND,   UJ_OP_OR,    UJ_OP_XOR,   UJ_OP_SHL,
+                           UJ_OP_SHR,    UJ_OP_CMPLT, UJ_OP_CMPNE, UJ_OP_CMPEQ, UJ_OP_NEG,
+                           UJ_OP_MULACC, UJ_OP_WHERE};
   long bad = 0, evals = 0;
   for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
     Range r[24];

@@ -26,12 +26,14 @@ static Nodes nodes_new(Ctx *ctx) {
   int64_t slot[6] = {0, 1, 2, 3, 4, 5};
   n.v4 = uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_vec(UJ_INT32, 4), NULL, 0, (Arg){NULL, &slot[0], 1});
   n.vb4 = uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_vec(UJ_BOOL, 4), NULL, 0, (Arg){NULL, &slot[1], 1});
-  n.vf4 = uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_vec(UJ_FLOAT32, 4), NULL, 0, (Arg){NULL, &slot[2], 1});
+  n.vf4 =
+      uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_vec(UJ_FLOAT32, 4), NULL, 0, (Arg){NULL, &slot[2], 1});
   n.pf = uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_ptr(UJ_FLOAT32, 1, UJ_AS_GLOBAL), NULL, 0,
                     (Arg){NULL, &slot[3], 1});
   n.pv = uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_ptr(UJ_VOID, 1, UJ_AS_GLOBAL), NULL, 0,
                     (Arg){NULL, &slot[4], 1});
-  n.st = uj_uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){n.pf, n.f32}, 2, arg_none());
+  n.st =
+      uj_uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){n.pf, n.f32}, 2, arg_none());
   return n;
 }
 
@@ -46,16 +48,20 @@ static void expect(Ctx *ctx, int line, const char *want, Op op, DType dt, Arg ar
     CHECK(u != NULL, "line %d: %s must be accepted: %s", line, op_table[op].name, uj_error(ctx));
     if (u) CHECK(spec_check_graph(ctx, u), "line %d: the graph checks too", line);
   } else {
-    CHECK(u == NULL && strstr(uj_error(ctx), want), "line %d: %s must be rejected with '%s', got '%s'",
-          line, op_table[op].name, want, uj_error(ctx));
+    CHECK(u == NULL && strstr(uj_error(ctx), want),
+          "line %d: %s must be rejected with '%s', got '%s'", line, op_table[op].name, want,
+          uj_error(ctx));
   }
 }
 
 #define NO ((const UOp *)NULL)
-#define ACCEPT(op, dt, n, a, b, c) expect(ctx, __LINE__, NULL, UJ_OP_##op, dt, arg_none(), n, a, b, c, NO)
-#define REJECT(msg, op, dt, n, a, b, c) expect(ctx, __LINE__, msg, UJ_OP_##op, dt, arg_none(), n, a, b, c, NO)
+#define ACCEPT(op, dt, n, a, b, c)                                                                 \
+  expect(ctx, __LINE__, NULL, UJ_OP_##op, dt, arg_none(), n, a, b, c, NO)
+#define REJECT(msg, op, dt, n, a, b, c)                                                            \
+  expect(ctx, __LINE__, msg, UJ_OP_##op, dt, arg_none(), n, a, b, c, NO)
 #define ACCEPT_ARG(op, dt, arg) expect(ctx, __LINE__, NULL, UJ_OP_##op, dt, arg, 0, NO, NO, NO, NO)
-#define REJECT_ARG(msg, op, dt, arg) expect(ctx, __LINE__, msg, UJ_OP_##op, dt, arg, 0, NO, NO, NO, NO)
+#define REJECT_ARG(msg, op, dt, arg)                                                               \
+  expect(ctx, __LINE__, msg, UJ_OP_##op, dt, arg, 0, NO, NO, NO, NO)
 
 static DType S(uj_scalar s) { return dt_scalar(s); }
 static DType V(uj_scalar s, unsigned lanes) { return uj_dtype_vec(s, lanes); }
@@ -67,7 +73,8 @@ static void test_program_ops(Ctx *ctx, const Nodes *n) {
   ACCEPT(SINK, vd, 2, n->st, n->st, NO);
   ACCEPT(SINK, vd, 0, NO, NO, NO);
   REJECT("SINK must have dtype void, not int32", SINK, S(UJ_INT32), 1, n->st, NO, NO);
-  expect(ctx, __LINE__, "SINK takes no arg", UJ_OP_SINK, vd, (Arg){"x", NULL, 0}, 0, NO, NO, NO, NO);
+  expect(ctx, __LINE__, "SINK takes no arg", UJ_OP_SINK, vd, (Arg){"x", NULL, 0}, 0, NO, NO, NO,
+         NO);
   static const int64_t one = 1, neg = -1, two[2] = {1, 2}, three[3] = {1, 2, 3};
   ACCEPT_ARG(CONST, S(UJ_INT32), ints1(&one));
   ACCEPT_ARG(CONST, S(UJ_BOOL), ints1(&one));
@@ -102,7 +109,8 @@ static void test_define_var(Ctx *ctx) {
              ((Arg){"n", r010, 2}));
   REJECT_ARG("DEFINE_VAR must be a scalar int, not int32x4", DEFINE_VAR, V(UJ_INT32, 4),
              ((Arg){"n", r010, 2}));
-  REJECT_ARG("DEFINE_VAR must be a scalar int, not bool", DEFINE_VAR, S(UJ_BOOL), ((Arg){"n", r010, 2}));
+  REJECT_ARG("DEFINE_VAR must be a scalar int, not bool", DEFINE_VAR, S(UJ_BOOL),
+             ((Arg){"n", r010, 2}));
   REJECT_ARG("does not fit int8", DEFINE_VAR, S(UJ_INT8), ((Arg){"n", r0300, 2}));
   REJECT_ARG("does not fit uint8", DEFINE_VAR, S(UJ_UINT8), ((Arg){"n", rm15, 2}));
   REJECT_ARG("of uint64 cannot be negative", DEFINE_VAR, S(UJ_UINT64), ((Arg){"n", rm15, 2}));
@@ -131,9 +139,12 @@ static void test_memory_ops(Ctx *ctx, const Nodes *n) {
   REJECT("INDEX takes 2 to 3 sources, not 1", INDEX, pf, 1, n->pf, NO, NO);
   ACCEPT(LOAD, S(UJ_FLOAT32), 1, n->pf, NO, NO);
   ACCEPT(LOAD, S(UJ_FLOAT32), 2, n->pf, n->f32, NO);
-  ACCEPT(LOAD, V(UJ_INT8, 4), 1, uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_ptr(UJ_INT8, 4, UJ_AS_LOCAL),
-                                            NULL, 0, (Arg){NULL, (int64_t[]){9}, 1}), NO, NO);
-  REJECT("LOAD alternative is int32, loaded value float32", LOAD, S(UJ_FLOAT32), 2, n->pf, n->i32, NO);
+  ACCEPT(LOAD, V(UJ_INT8, 4), 1,
+         uj_uop_new(ctx, UJ_OP_PARAM, uj_dtype_ptr(UJ_INT8, 4, UJ_AS_LOCAL), NULL, 0,
+                    (Arg){NULL, (int64_t[]){9}, 1}),
+         NO, NO);
+  REJECT("LOAD alternative is int32, loaded value float32", LOAD, S(UJ_FLOAT32), 2, n->pf, n->i32,
+         NO);
   REJECT("LOAD needs a pointer, not int32", LOAD, S(UJ_INT32), 1, n->i32, NO, NO);
   REJECT("LOAD needs a pointer, not void*", LOAD, S(UJ_VOID), 1, n->pv, NO, NO);
   REJECT("LOAD must have dtype float32, not int32", LOAD, S(UJ_INT32), 1, n->pf, NO, NO);
@@ -155,9 +166,10 @@ static void test_unary_ops(Ctx *ctx, const Nodes *n) {
     expect(ctx, __LINE__, NULL, op, V(UJ_FLOAT32, 4), arg_none(), 1, n->vf4, NO, NO, NO);
     snprintf(msg, sizeof msg, "%s does not take dtype int32", op_table[op].name);
     expect(ctx, __LINE__, msg, op, S(UJ_INT32), arg_none(), 1, n->i32, NO, NO, NO);
-    expect(ctx, __LINE__, "does not take dtype bool", op, S(UJ_BOOL), arg_none(), 1, n->b, NO, NO, NO);
-    expect(ctx, __LINE__, "takes 1 source", op, S(UJ_FLOAT32), arg_none(), 2, n->f32, n->f32,
-           NO, NO);
+    expect(ctx, __LINE__, "does not take dtype bool", op, S(UJ_BOOL), arg_none(), 1, n->b, NO, NO,
+           NO);
+    expect(ctx, __LINE__, "takes 1 source", op, S(UJ_FLOAT32), arg_none(), 2, n->f32, n->f32, NO,
+           NO);
     expect(ctx, __LINE__, "must have dtype float32, not float64", op, S(UJ_FLOAT64), arg_none(), 1,
            n->f32, NO, NO, NO);
   }
@@ -179,7 +191,8 @@ static void test_unary_ops(Ctx *ctx, const Nodes *n) {
   ACCEPT(BITCAST, S(UJ_BFLOAT16), 1, n->f16, NO, NO);
   ACCEPT(BITCAST, V(UJ_FLOAT32, 4), 1, n->v4, NO, NO);
   ACCEPT(BITCAST, S(UJ_INT64), 1, n->u64, NO, NO);
-  REJECT("BITCAST needs equal widths: float32 is not int16", BITCAST, S(UJ_INT16), 1, n->f32, NO, NO);
+  REJECT("BITCAST needs equal widths: float32 is not int16", BITCAST, S(UJ_INT16), 1, n->f32, NO,
+         NO);
   REJECT("BITCAST needs equal widths: bool is not int8", BITCAST, S(UJ_INT8), 1, n->b, NO, NO);
   REJECT("BITCAST needs equal widths: uint8 is not bool", BITCAST, S(UJ_BOOL), 1, n->u8, NO, NO);
   REJECT("BITCAST changes lanes", BITCAST, V(UJ_FLOAT32, 2), 1, n->v4, NO, NO);
@@ -187,11 +200,14 @@ static void test_unary_ops(Ctx *ctx, const Nodes *n) {
 
 /* Binary ops: each accepts its dtype classes and rejects the others. */
 static void test_binary_ops(Ctx *ctx, const Nodes *n) {
-  static const struct { Op op; bool ints, floats, bools; } ops[] = {
-    {UJ_OP_ADD, 1, 1, 0},   {UJ_OP_SUB, 1, 1, 0},   {UJ_OP_MUL, 1, 1, 0},   {UJ_OP_IDIV, 1, 0, 0},
-    {UJ_OP_FDIV, 0, 1, 0},  {UJ_OP_MOD, 1, 0, 0},   {UJ_OP_MAX, 1, 1, 1},   {UJ_OP_CMPLT, 1, 1, 1},
-    {UJ_OP_CMPNE, 1, 1, 1}, {UJ_OP_CMPEQ, 1, 1, 1}, {UJ_OP_AND, 1, 0, 1},   {UJ_OP_OR, 1, 0, 1},
-    {UJ_OP_XOR, 1, 0, 1},   {UJ_OP_SHL, 1, 0, 0},   {UJ_OP_SHR, 1, 0, 0},
+  static const struct {
+    Op op;
+    bool ints, floats, bools;
+  } ops[] = {
+      {UJ_OP_ADD, 1, 1, 0},   {UJ_OP_SUB, 1, 1, 0},   {UJ_OP_MUL, 1, 1, 0}, {UJ_OP_IDIV, 1, 0, 0},
+      {UJ_OP_FDIV, 0, 1, 0},  {UJ_OP_MOD, 1, 0, 0},   {UJ_OP_MAX, 1, 1, 1}, {UJ_OP_CMPLT, 1, 1, 1},
+      {UJ_OP_CMPNE, 1, 1, 1}, {UJ_OP_CMPEQ, 1, 1, 1}, {UJ_OP_AND, 1, 0, 1}, {UJ_OP_OR, 1, 0, 1},
+      {UJ_OP_XOR, 1, 0, 1},   {UJ_OP_SHL, 1, 0, 0},   {UJ_OP_SHR, 1, 0, 0},
   };
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
     Op op = ops[i].op;
@@ -209,12 +225,13 @@ static void test_binary_ops(Ctx *ctx, const Nodes *n) {
     DType vd = cmp ? V(UJ_BOOL, 4) : v->dtype;
     expect(ctx, __LINE__, NULL, op, vd, arg_none(), 2, v, v, NO, NO);
     const UOp *a = ops[i].ints ? n->i32 : n->f32, *b = ops[i].ints ? n->i8 : n->f64;
-    expect(ctx, __LINE__, "sources have different dtypes", op, a->dtype, arg_none(), 2, a, b, NO, NO);
+    expect(ctx, __LINE__, "sources have different dtypes", op, a->dtype, arg_none(), 2, a, b, NO,
+           NO);
     expect(ctx, __LINE__, "takes 2 sources, not 1", op, a->dtype, arg_none(), 1, a, NO, NO, NO);
     expect(ctx, __LINE__, "takes no arg", op, a->dtype, (Arg){"x", NULL, 0}, 2, a, a, NO, NO);
     expect(ctx, __LINE__, "does not take dtype float32*", op, n->pf->dtype, arg_none(), 2, n->pf,
            n->pf, NO, NO);
-    const char *want = cmp ? "must have dtype bool, not int64"
+    const char *want = cmp           ? "must have dtype bool, not int64"
                        : ops[i].ints ? "must have dtype int32, not int64"
                                      : "must have dtype float32, not int64";
     expect(ctx, __LINE__, want, op, S(UJ_INT64), arg_none(), 2, a, a, NO, NO);
@@ -226,7 +243,8 @@ static void test_ternary_ops(Ctx *ctx, const Nodes *n) {
   ACCEPT(WHERE, S(UJ_BOOL), 3, n->b, n->b, n->b);
   ACCEPT(WHERE, V(UJ_INT32, 4), 3, n->vb4, n->v4, n->v4);
   REJECT("WHERE condition must be bool, not int32", WHERE, S(UJ_INT32), 3, n->i32, n->i32, n->i32);
-  REJECT("sources have different dtypes int32 and int8", WHERE, S(UJ_INT32), 3, n->b, n->i32, n->i8);
+  REJECT("sources have different dtypes int32 and int8", WHERE, S(UJ_INT32), 3, n->b, n->i32,
+         n->i8);
   REJECT("WHERE condition has 4 lanes, values 1", WHERE, S(UJ_INT32), 3, n->vb4, n->i32, n->i32);
   REJECT("WHERE condition has 1 lanes, values 4", WHERE, V(UJ_INT32, 4), 3, n->b, n->v4, n->v4);
   REJECT("WHERE values must be values, not float32*", WHERE, n->pf->dtype, 3, n->b, n->pf, n->pf);
@@ -242,16 +260,19 @@ static void test_ternary_ops(Ctx *ctx, const Nodes *n) {
 
 static void test_bad_calls_and_graphs(Ctx *ctx, const Nodes *n) {
   CHECK(!uj_uop_new(ctx, UJ_OP_COUNT, S(UJ_INT32), NULL, 0, arg_none()) &&
-        strstr(uj_error(ctx), "unknown op"), "unknown op: %s", uj_error(ctx));
+            strstr(uj_error(ctx), "unknown op"),
+        "unknown op: %s", uj_error(ctx));
   const UOp *src[2] = {n->i32, NULL};
   CHECK(!uj_uop_new(ctx, UJ_OP_ADD, S(UJ_INT32), src, 2, arg_none()) &&
-        strstr(uj_error(ctx), "ADD: source 1 is NULL"), "NULL source: %s", uj_error(ctx));
+            strstr(uj_error(ctx), "ADD: source 1 is NULL"),
+        "NULL source: %s", uj_error(ctx));
   static const int64_t one = 1;
-  DType bad_dtypes[] = {{UJ_SCALAR_COUNT, 0, 1}, {UJ_INT32, 0, 0}, {UJ_INT32, UJ_AS_COUNT, 1},
-                        {UJ_VOID, 0, 2}};
+  DType bad_dtypes[] = {
+      {UJ_SCALAR_COUNT, 0, 1}, {UJ_INT32, 0, 0}, {UJ_INT32, UJ_AS_COUNT, 1}, {UJ_VOID, 0, 2}};
   for (size_t i = 0; i < sizeof bad_dtypes / sizeof *bad_dtypes; i++)
     CHECK(!uj_uop_new(ctx, UJ_OP_CONST, bad_dtypes[i], NULL, 0, ints1(&one)) &&
-          strstr(uj_error(ctx), "CONST: invalid dtype"), "bad dtype %zu: %s", i, uj_error(ctx));
+              strstr(uj_error(ctx), "CONST: invalid dtype"),
+          "bad dtype %zu: %s", i, uj_error(ctx));
   /* a bad node deep in a graph built unchecked; the checker names it */
   const UOp *bad = uop_binary(ctx, UJ_OP_ADD, n->i32, n->f32);
   const UOp *e = bad;

@@ -57,20 +57,20 @@ struct Eval {
   Memory *mems;
   size_t nmems, cap_mems;
   /* results of the last run */
-  const UOp **order;  /* post-order of the graph */
+  const UOp **order; /* post-order of the graph */
   size_t norder;
-  int64_t *where;     /* by node id: offset in words or ptrs, or NOT_REACHED */
-  size_t nwhere;      /* ids covered by where[] */
-  uint64_t *words;    /* lanes of the value nodes */
-  Pointer *ptrs;      /* pointer nodes */
+  int64_t *where;  /* by node id: offset in words or ptrs, or NOT_REACHED */
+  size_t nwhere;   /* ids covered by where[] */
+  uint64_t *words; /* lanes of the value nodes */
+  Pointer *ptrs;   /* pointer nodes */
   Store *stores;
   size_t nstores;
 };
 
 /* ---- errors ---- */
 
-__attribute__((format(printf, 3, 4)))
-static bool fail(Eval *ev, const UOp *u, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static bool fail(Eval *ev, const UOp *u, const char *fmt,
+                                                       ...) {
   char msg[256], node[512];
   va_list ap;
   va_start(ap, fmt);
@@ -88,9 +88,7 @@ static bool fail_nomem(Eval *ev) {
 
 /* ---- memory layout ---- */
 
-static size_t scalar_bytes(uj_scalar s) {
-  return s == UJ_BOOL ? 1 : scalar_table[s].bits / 8;
-}
+static size_t scalar_bytes(uj_scalar s) { return s == UJ_BOOL ? 1 : scalar_table[s].bits / 8; }
 
 /* Bytes of one element of a value dtype, or of a pointer's pointee. */
 static size_t elem_bytes(DType d) { return scalar_bytes((uj_scalar)d.scalar) * d.lanes; }
@@ -373,7 +371,8 @@ static bool eval_node(Eval *ev, const UOp *u) {
     words_of(ev, u)[0] = word_normalize((uj_scalar)u->dtype.scalar, (uint64_t)u->ints[0]);
     return true;
   case UJ_OP_DEFINE_VAR: return eval_var(ev, u);
-  case UJ_OP_PARAM: case UJ_OP_BUFFER: return eval_memory_root(ev, u);
+  case UJ_OP_PARAM:
+  case UJ_OP_BUFFER: return eval_memory_root(ev, u);
   case UJ_OP_INDEX: return eval_index(ev, u);
   case UJ_OP_LOAD: return eval_load(ev, u);
   case UJ_OP_STORE: return eval_store(ev, u);

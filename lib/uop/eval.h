@@ -40,7 +40,7 @@ const uint64_t *eval_value(const Eval *ev, const UOp *u);
 
 /* For tests: evaluates a value expression with DEFINE_VARs names[i] bound
  * to values[i]; writes its words (expr's lanes of them) to out. */
-bool eval_expr(Ctx *ctx, const UOp *expr, const char *const *names,
-               const int64_t *values, size_t nvars, uint64_t *out);
+bool eval_expr(Ctx *ctx, const UOp *expr, const char *const *names, const int64_t *values,
+               size_t nvars, uint64_t *out);
 
 #endif
