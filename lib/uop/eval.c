@@ -48,8 +48,6 @@ typedef struct Store {
   const uint64_t *words;
 } Store;
 
-enum { NOT_REACHED = -1 };
-
 struct Eval {
   Ctx *ctx;
   VarBinding *vars;
@@ -59,7 +57,7 @@ struct Eval {
   /* results of the last run */
   const UOp **order; /* post-order of the graph */
   size_t norder;
-  int64_t *where;  /* by node id: offset in words or ptrs, or NOT_REACHED */
+  size_t *where;   /* by node id: 1 + offset in words or ptrs; 0: none */
   size_t nwhere;   /* ids covered by where[] */
   uint64_t *words; /* lanes of the value nodes */
   Pointer *ptrs;   /* pointer nodes */
@@ -69,8 +67,10 @@ struct Eval {
 
 /* ---- errors ---- */
 
-__attribute__((format(printf, 3, 4))) static bool fail(Eval *ev, const UOp *u, const char *fmt,
-                                                       ...) {
+static bool fail(Eval *ev, const UOp *u, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static bool fail(Eval *ev, const UOp *u, const char *fmt, ...) {
   char msg[256], node[512];
   va_list ap;
   va_start(ap, fmt);
@@ -248,14 +248,13 @@ static const UOp **post_order(const UOp *root, size_t nnodes, size_t *count) {
 static bool results_alloc(Eval *ev, const UOp *root) {
   size_t nnodes = ev->ctx->nnodes, nwords = 0, nptrs = 0, nstores = 0;
   ev->order = post_order(root, nnodes, &ev->norder);
-  ev->where = malloc(nnodes * sizeof *ev->where);
+  ev->where = calloc(nnodes, sizeof *ev->where); /* O(graph), not O(context) */
   if (!ev->order || !ev->where) return false;
   ev->nwhere = nnodes;
-  for (size_t i = 0; i < nnodes; i++) ev->where[i] = NOT_REACHED;
   for (size_t i = 0; i < ev->norder; i++) {
     const UOp *u = ev->order[i];
-    if (dt_is_ptr(u->dtype)) ev->where[u->id] = (int64_t)nptrs++;
-    else if (!dt_is_void(u->dtype)) ev->where[u->id] = (int64_t)nwords, nwords += u->dtype.lanes;
+    if (dt_is_ptr(u->dtype)) ev->where[u->id] = 1 + nptrs++;
+    else if (!dt_is_void(u->dtype)) ev->where[u->id] = 1 + nwords, nwords += u->dtype.lanes;
     nstores += u->op == UJ_OP_STORE;
   }
   ev->words = calloc(nwords + 1, sizeof *ev->words);
@@ -266,8 +265,8 @@ static bool results_alloc(Eval *ev, const UOp *root) {
 
 /* The words of a value node, the Pointer of a pointer node: both reached
  * (the walk puts sources first). */
-static uint64_t *words_of(const Eval *ev, const UOp *u) { return ev->words + ev->where[u->id]; }
-static Pointer *pointer_of(const Eval *ev, const UOp *u) { return ev->ptrs + ev->where[u->id]; }
+static uint64_t *words_of(const Eval *ev, const UOp *u) { return ev->words + ev->where[u->id] - 1; }
+static Pointer *pointer_of(const Eval *ev, const UOp *u) { return ev->ptrs + ev->where[u->id] - 1; }
 
 /* ---- phase 2: one node ---- */
 
@@ -405,7 +404,7 @@ bool eval_run(Eval *ev, const UOp *root) {
 }
 
 const uint64_t *eval_value(const Eval *ev, const UOp *u) {
-  if (!u || u->id >= ev->nwhere || ev->where[u->id] == NOT_REACHED) return NULL;
+  if (!u || u->id >= ev->nwhere || ev->where[u->id] == 0) return NULL;
   if (dt_is_ptr(u->dtype) || dt_is_void(u->dtype)) return NULL;
   return words_of(ev, u);
 }
