@@ -180,7 +180,7 @@ static const char *rule_store(const UOp *u, DType *out, char *buf, size_t size) 
   char a[32], b[32];
   DType p = u->src[0]->dtype, v = u->src[1]->dtype;
   if (!dt_is_ptr(p)) return FAIL("STORE needs a pointer, not %s", dname(p, a, sizeof a));
-  if (!dt_eq(dt_base(p), v))
+  if (dt_is_void(v) || !dt_eq(dt_base(p), v)) /* void*: nothing to store */
     return FAIL("STORE of %s through %s", dname(v, a, sizeof a), dname(p, b, sizeof b));
   *out = dt_scalar(UJ_VOID);
   return NULL;
