@@ -152,6 +152,7 @@ static void test_memory_ops(Ctx *ctx, const Nodes *n) {
   ACCEPT(STORE, S(UJ_VOID), 2, n->pf, n->f32, NO);
   REJECT("STORE of int32 through float32*", STORE, S(UJ_VOID), 2, n->pf, n->i32, NO);
   REJECT("STORE needs a pointer, not int32", STORE, S(UJ_VOID), 2, n->i32, n->i32, NO);
+  REJECT("STORE of void through void*", STORE, S(UJ_VOID), 2, n->pv, n->st, NO);
   REJECT("STORE must have dtype void, not float32", STORE, S(UJ_FLOAT32), 2, n->pf, n->f32, NO);
   REJECT("STORE takes 2 sources, not 3", STORE, S(UJ_VOID), 3, n->pf, n->f32, n->f32);
 }
