@@ -76,9 +76,13 @@ static void test_program_ops(Ctx *ctx, const Nodes *n) {
   expect(ctx, __LINE__, "SINK takes no arg", UJ_OP_SINK, vd, (Arg){"x", NULL, 0}, 0, NO, NO, NO,
          NO);
   static const int64_t one = 1, neg = -1, two[2] = {1, 2}, three[3] = {1, 2, 3};
+  static const int64_t f_one = 0x3ff0000000000000, big = 300;
   ACCEPT_ARG(CONST, S(UJ_INT32), ints1(&one));
   ACCEPT_ARG(CONST, S(UJ_BOOL), ints1(&one));
-  ACCEPT_ARG(CONST, S(UJ_FLOAT32), ints1(&one));
+  ACCEPT_ARG(CONST, S(UJ_FLOAT32), ints1(&f_one));
+  REJECT_ARG("CONST value 0x1 is not a valid float32", CONST, S(UJ_FLOAT32), ints1(&one));
+  REJECT_ARG("CONST value 0x12c is not a valid int8", CONST, S(UJ_INT8), ints1(&big));
+  REJECT_ARG("CONST value 0xffffffffffffffff is not a valid bool", CONST, S(UJ_BOOL), ints1(&neg));
   REJECT_ARG("CONST must be a scalar", CONST, V(UJ_FLOAT32, 4), ints1(&one));
   REJECT_ARG("CONST must have a value dtype", CONST, P(UJ_FLOAT32), ints1(&one));
   REJECT_ARG("CONST must have a value dtype", CONST, S(UJ_VOID), ints1(&one));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "uop/alu.h"
 #include "uop/uop.h"
 
 #define FAIL(...) (snprintf(buf, size, __VA_ARGS__), buf)
@@ -110,6 +111,9 @@ static const char *rule_given_value(const UOp *u, DType *out, char *buf, size_t 
 static const char *rule_const(const UOp *u, DType *out, char *buf, size_t size) {
   char a[32];
   if (u->dtype.lanes != 1) return FAIL("CONST must be a scalar, not %s", dname(u->dtype, a, sizeof a));
+  uint64_t w = (uint64_t)u->ints[0];
+  if (!dt_is_ptr(u->dtype) && !dt_is_void(u->dtype) && word_normalize((uj_scalar)u->dtype.scalar, w) != w)
+    return FAIL("CONST value %#llx is not a valid %s", (unsigned long long)w, dname(u->dtype, a, sizeof a));
   return rule_given_value(u, out, buf, size);
 }
 

@@ -194,7 +194,7 @@ nomem:
 }
 
 const UOp *uop_replace_src(Ctx *ctx, const UOp *u, const UOp *const *src, size_t nsrc) {
-  if (nsrc == u->nsrc && memcmp(src, u->src, nsrc * sizeof *src) == 0) return u;
+  if (nsrc == u->nsrc && (nsrc == 0 || memcmp(src, u->src, nsrc * sizeof *src) == 0)) return u;
   Arg arg = {u->name, u->ints, u->nints};
   return uop_new(ctx, (Op)u->op, u->dtype, src, nsrc, arg);
 }
@@ -298,9 +298,11 @@ const uj_uop *uj_const_int(uj_ctx *ctx, uj_dtype dtype, int64_t value) {
                     (Arg){NULL, &(int64_t){(int64_t)word_from_int((uj_scalar)dtype.scalar, value)}, 1});
 }
 
+/* A float value in any dtype, converted as CAST converts a float64. */
 const uj_uop *uj_const_float(uj_ctx *ctx, uj_dtype dtype, double value) {
-  if (!dt_is_float(dtype)) return uj_const_int(ctx, dtype, (int64_t)value);
-  int64_t w = (int64_t)word_from_double((uj_scalar)dtype.scalar, value);
+  if (!dt_is_float(dtype) && !dt_is_int(dtype) && !dt_is_bool(dtype)) return uj_const_int(ctx, dtype, 0);
+  uint64_t in = word_from_double(UJ_FLOAT64, value);
+  int64_t w = (int64_t)alu_eval(UJ_OP_CAST, (uj_scalar)dtype.scalar, UJ_FLOAT64, &in);
   return uj_uop_new(ctx, UJ_OP_CONST, dtype, NULL, 0, (Arg){NULL, &w, 1});
 }
 
