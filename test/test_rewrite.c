@@ -90,7 +90,7 @@ static void test_deep_chain(Ctx *ctx) {
 static void test_deep_sum(Ctx *ctx) {
   enum { DEPTH = 200000, VARS = 8 };
   const UOp *vars[VARS], *acc;
-  char name[8];
+  char name[16];
   for (int i = 0; i < VARS; i++) snprintf(name, sizeof name, "v%d", i), vars[i] = var(ctx, name);
   acc = vars[0];
   for (int i = 1; i < DEPTH; i++) acc = uop_binary(ctx, UJ_OP_ADD, acc, vars[i % VARS]);
