@@ -83,27 +83,27 @@ static void finish(Walk *w, const UOp *u, const UOp *result) {
   w->shared[result->id] |= w->shared[u->id];
 }
 
-/* Marks the nodes of the input graph that have more than one user. */
+/* Marks the nodes of the input graph that have more than one user (a
+ * user naming the same source twice counts once). */
 static bool mark_shared(Walk *w, const UOp *root) {
-  unsigned char *seen = calloc(w->cap, 1);
-  const UOp **stack = malloc(w->cap * sizeof *stack);
-  size_t top = 0;
-  if (!seen || !stack) return free(seen), free(stack), false;
-  stack[top++] = root, seen[root->id] = 1;
-  while (top) {
-    const UOp *u = stack[--top];
+  const UOp **nodes;
+  size_t n = uop_toposort(w->rw.ctx, root, &nodes);
+  unsigned char *used = calloc(w->cap, 1);
+  bool ok = n > 0 && used;
+  for (size_t k = 0; ok && k < n; k++) {
+    const UOp *u = nodes[k];
     for (uint32_t i = 0; i < u->nsrc; i++) {
       const UOp *s = u->src[i];
-      bool again = false; /* the same source twice is still one user */
-      for (uint32_t k = 0; k < i && !again; k++) again = u->src[k] == s;
+      bool again = false;
+      for (uint32_t j = 0; j < i && !again; j++) again = u->src[j] == s;
       if (again) continue;
-      if (seen[s->id]) w->shared[s->id] = 1;
-      else seen[s->id] = 1, stack[top++] = s;
+      if (used[s->id]) w->shared[s->id] = 1;
+      used[s->id] = 1;
     }
   }
-  free(seen);
-  free(stack);
-  return true;
+  free(nodes);
+  free(used);
+  return ok;
 }
 
 /* Sources are rewritten: rebuild u on them and apply the rules once. */

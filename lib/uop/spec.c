@@ -70,21 +70,15 @@ bool spec_check_node(Ctx *ctx, const UOp *u) {
 }
 
 bool spec_check_graph(Ctx *ctx, const UOp *root) {
-  size_t n = ctx->nnodes, top = 0;
-  unsigned char *seen = calloc(n, 1);
-  const UOp **stack = malloc(n * sizeof *stack);
-  bool ok = seen && stack;
-  if (!ok) ctx_set_error(ctx, "out of memory checking a graph");
-  if (ok) stack[top++] = root, seen[root->id] = 1;
-  while (ok && top) {
-    const UOp *u = stack[--top];
+  const UOp **nodes;
+  size_t n = uop_toposort(ctx, root, &nodes);
+  bool ok = n > 0;
+  for (size_t i = 0; ok && i < n; i++) {
+    const UOp *u = nodes[i];
     Arg arg = {u->name, u->ints, u->nints};
     ok = spec_check_shape(ctx, (Op)u->op, u->dtype, u->nsrc, arg) && spec_check_node(ctx, u);
-    for (uint32_t i = 0; ok && i < u->nsrc; i++)
-      if (!seen[u->src[i]->id]) seen[u->src[i]->id] = 1, stack[top++] = u->src[i];
   }
-  free(seen);
-  free(stack);
+  free(nodes);
   return ok;
 }
 

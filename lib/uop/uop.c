@@ -228,26 +228,40 @@ const UOp *uop_const_int(Ctx *ctx, DType dt, int64_t value) {
   return uop_const_word(ctx, dt, word_from_int((uj_scalar)dt.scalar, value));
 }
 
-size_t uop_graph_size(Ctx *ctx, const UOp *root) {
-  size_t n = ctx->nnodes, count = 0, top = 0;
-  unsigned char *seen = calloc(n, 1);
-  const UOp **stack = malloc(n * sizeof *stack);
-  if (!seen || !stack) {
-    free(seen);
-    free(stack);
-    return 0;
-  }
-  stack[top++] = root;
-  seen[root->id] = 1;
-  while (top) {
-    const UOp *u = stack[--top];
-    count++;
-    for (uint32_t i = 0; i < u->nsrc; i++)
-      if (!seen[u->src[i]->id]) seen[u->src[i]->id] = 1, stack[top++] = u->src[i];
+static int cmp_id(const void *a, const void *b) {
+  uint32_t x = (*(const UOp *const *)a)->id, y = (*(const UOp *const *)b)->id;
+  return (x > y) - (x < y);
+}
+
+/* Sources are made before their users, so ascending ids is a topological
+ * order. */
+size_t uop_toposort(Ctx *ctx, const UOp *root, const UOp ***out) {
+  size_t n = 0, top = 0;
+  unsigned char *seen = calloc(ctx->nnodes, 1);
+  const UOp **stack = malloc(ctx->nnodes * sizeof *stack), **nodes = malloc(ctx->nnodes * sizeof *nodes);
+  if (seen && stack && nodes) {
+    stack[top++] = root, seen[root->id] = 1;
+    while (top) {
+      const UOp *u = nodes[n++] = stack[--top];
+      for (uint32_t i = 0; i < u->nsrc; i++)
+        if (!seen[u->src[i]->id]) seen[u->src[i]->id] = 1, stack[top++] = u->src[i];
+    }
+    qsort(nodes, n, sizeof *nodes, cmp_id);
+  } else {
+    ctx_set_error(ctx, "out of memory walking a graph");
+    free(nodes), nodes = NULL;
   }
   free(seen);
   free(stack);
-  return count;
+  *out = nodes;
+  return n;
+}
+
+size_t uop_graph_size(Ctx *ctx, const UOp *root) {
+  const UOp **nodes;
+  size_t n = uop_toposort(ctx, root, &nodes);
+  free(nodes);
+  return n;
 }
 
 /* ---- public API ---- */

@@ -77,6 +77,10 @@ static inline Arg arg_none(void) { return (Arg){0}; }
 static inline bool uop_is_const(const UOp *u) { return u->op == UJ_OP_CONST; }
 /* Integer value of an integer/bool CONST (sign-extended word). */
 static inline int64_t uop_const_int_value(const UOp *u) { return u->ints[0]; }
+/* The nodes of the graph under root, each once, sources before users
+ * (ascending id), malloc'd into *out; returns the count, or 0 (error set)
+ * when out of memory. Iterative: any depth. */
+size_t uop_toposort(Ctx *ctx, const UOp *root, const UOp ***out);
 /* Nodes in the graph under root (each counted once). */
 size_t uop_graph_size(Ctx *ctx, const UOp *root);
 
