@@ -70,12 +70,6 @@ uint64_t word_from_double(uj_scalar s, double v) {
 
 uint64_t word_from_int(uj_scalar s, int64_t v) { return wrap_int(s, (uint64_t)v); }
 
-double word_to_double(uj_scalar s, uint64_t w) {
-  if (scalar_table[s].is_float) return bitsd(w);
-  if (scalar_table[s].is_signed) return (double)(int64_t)w;
-  return (double)w;
-}
-
 /* The shortest decimal that reads back (strtod, then rounding to s) to w:
  * "0.1" for a float32 0.1, not its double "0.10000000149011612". Whole
  * numbers below 1e16 keep all their digits ("65504.0", not "6.55e+04"). */

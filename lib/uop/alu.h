@@ -17,7 +17,6 @@
 uint64_t word_normalize(uj_scalar s, uint64_t raw);
 uint64_t word_from_double(uj_scalar s, double v);
 uint64_t word_from_int(uj_scalar s, int64_t v);
-double word_to_double(uj_scalar s, uint64_t w); /* any scalar, as a number */
 /* The value of an op on one lane. `out` is the result scalar; `in` is the
  * scalar of the first value operand (the second for WHERE). */
 uint64_t alu_eval(Op op, uj_scalar out, uj_scalar in, const uint64_t *args);

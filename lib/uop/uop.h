@@ -74,9 +74,6 @@ const UOp *uop_const_word(Ctx *ctx, DType dtype, uint64_t word);
 const UOp *uop_const_int(Ctx *ctx, DType dtype, int64_t value);
 static inline uint64_t uop_const_value(const UOp *u) { return (uint64_t)u->ints[0]; }
 static inline Arg arg_none(void) { return (Arg){0}; }
-static inline bool uop_is_const(const UOp *u) { return u->op == UJ_OP_CONST; }
-/* Integer value of an integer/bool CONST (sign-extended word). */
-static inline int64_t uop_const_int_value(const UOp *u) { return u->ints[0]; }
 /* The nodes of the graph under root, each once, sources before users
  * (ascending id), malloc'd into *out; returns the count, or 0 (error set)
  * when out of memory. Iterative: any depth. */
