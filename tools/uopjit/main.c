@@ -21,8 +21,8 @@
 
 #include "uopjit/uopjit.h"
 
-#ifndef UJ_VERSION
-#define UJ_VERSION "0.1.0"
+#ifndef UJ_VERSION /* set by CMakeLists.txt from the project version */
+#define UJ_VERSION "unknown"
 #endif
 
 static const char usage_text[] =
