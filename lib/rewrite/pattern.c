@@ -175,13 +175,17 @@ static void pp_pattern(PatParser *pp, Pat *pat) {
 
 static bool ruleset_index(RuleSet *rs, const Rule *rules, size_t n, const Pat *roots) {
   for (int op = 0; op < UJ_OP_COUNT; op++) {
-    rs->by_op[op] = malloc((n ? n : 1) * sizeof(RuleRef));
-    if (!rs->by_op[op]) return false;
-    for (size_t i = 0; i < n; i++) {
-      const Pat *p = &roots[i];
-      bool any = !p->ops[0] && !p->ops[1];
-      if (any || (p->ops[op / 64] >> (op % 64) & 1))
-        rs->by_op[op][rs->count[op]++] = (RuleRef){p, rules[i].fn};
+    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
+      size_t k = 0;
+      for (size_t i = 0; i < n; i++) {
+        const Pat *p = &roots[i];
+        bool any = !p->ops[0] && !p->ops[1];
+        if (!any && !(p->ops[op / 64] >> (op % 64) & 1)) continue;
+        if (pass) rs->by_op[op][k] = (RuleRef){p, rules[i].fn};
+        k++;
+      }
+      if (pass) rs->count[op] = k;
+      else if (!(rs->by_op[op] = malloc((k ? k : 1) * sizeof(RuleRef)))) return false;
     }
   }
   return true;

@@ -314,7 +314,11 @@ const uj_uop *uj_const_int(uj_ctx *ctx, uj_dtype dtype, int64_t value) {
 
 /* A float value in any dtype, converted as CAST converts a float64. */
 const uj_uop *uj_const_float(uj_ctx *ctx, uj_dtype dtype, double value) {
-  if (!dt_is_float(dtype) && !dt_is_int(dtype) && !dt_is_bool(dtype)) return uj_const_int(ctx, dtype, 0);
+  if (!dt_is_float(dtype) && !dt_is_int(dtype) && !dt_is_bool(dtype)) {
+    char b[32];
+    ctx_set_error(ctx, "CONST of dtype %s", dtype_str(dtype, b, sizeof b));
+    return NULL;
+  }
   uint64_t in = word_from_double(UJ_FLOAT64, value);
   int64_t w = (int64_t)alu_eval(UJ_OP_CAST, (uj_scalar)dtype.scalar, UJ_FLOAT64, &in);
   return uj_uop_new(ctx, UJ_OP_CONST, dtype, NULL, 0, (Arg){NULL, &w, 1});
