@@ -42,6 +42,11 @@ static const UOp *sample(Ctx *ctx, Op op, int64_t v) {
     return uj_uop_new(ctx, op, i32, (const UOp *[]){uj_const_bool(ctx, true), cv, c0}, 3,
                       arg_none());
   case UJ_OP_MULACC: src[2] = cv; return uj_uop_new(ctx, op, i32, src, 3, arg_none());
+  case UJ_OP_RANGE: return uj_uop_new(ctx, op, i32, &cv, 1, (Arg){"loop", (int64_t[]){v}, 1});
+  case UJ_OP_END: {
+    const UOp *r = sample(ctx, UJ_OP_RANGE, v), *st = sample(ctx, UJ_OP_STORE, v);
+    return uj_uop_new(ctx, op, dt_scalar(UJ_VOID), (const UOp *[]){r, st}, 2, arg_none());
+  }
   default: break;
   }
   if (op_has(op, OPF_UNARY)) return uj_uop_new(ctx, op, f32, &fv, 1, arg_none());

@@ -263,6 +263,29 @@ static void test_ternary_ops(Ctx *ctx, const Nodes *n) {
          n->f32, n->f64);
 }
 
+static void test_loop_ops(Ctx *ctx, const Nodes *n) {
+  static const int64_t axis0 = 0, neg = -1;
+  const UOp *r = uj_uop_new(ctx, UJ_OP_RANGE, S(UJ_INT32), &n->i32, 1, (Arg){"loop", &axis0, 1});
+  CHECK(r && r->bounded && r->vmin == 0 && r->vmax == 0, "RANGE of 1: bounds [0, 0]");
+  const UOp *b16 = uj_const_int(ctx, S(UJ_INT64), 16);
+  const UOp *r16 = uj_uop_new(ctx, UJ_OP_RANGE, S(UJ_INT64), &b16, 1, (Arg){"global", &axis0, 1});
+  CHECK(r16 && r16->vmin == 0 && r16->vmax == 15 && range_kind(r16) == AXIS_GLOBAL,
+        "RANGE of 16: bounds [0, 15], kind global");
+  expect(ctx, __LINE__, "RANGE bound must be a scalar int, not float32", UJ_OP_RANGE, S(UJ_FLOAT32),
+         (Arg){"loop", &axis0, 1}, 1, n->f32, NO, NO, NO);
+  expect(ctx, __LINE__, "unknown axis kind 'spin'", UJ_OP_RANGE, S(UJ_INT32),
+         (Arg){"spin", &axis0, 1}, 1, n->i32, NO, NO, NO);
+  expect(ctx, __LINE__, "RANGE axis -1 is negative", UJ_OP_RANGE, S(UJ_INT32),
+         (Arg){"loop", &neg, 1}, 1, n->i32, NO, NO, NO);
+  expect(ctx, __LINE__, "RANGE takes an axis kind and an axis number", UJ_OP_RANGE, S(UJ_INT32),
+         arg_none(), 1, n->i32, NO, NO, NO);
+  ACCEPT(END, S(UJ_VOID), 2, r, n->st, NO);
+  ACCEPT(END, S(UJ_VOID), 3, r, n->st, n->st);
+  REJECT("END must close a RANGE, not CONST", END, S(UJ_VOID), 2, n->i32, n->st, NO);
+  REJECT("END body must be effects (void), not int32", END, S(UJ_VOID), 2, r, n->i32, NO);
+  REJECT("END takes at least 2 sources, not 1", END, S(UJ_VOID), 1, r, NO, NO);
+}
+
 static void test_bad_calls_and_graphs(Ctx *ctx, const Nodes *n) {
   CHECK(!uj_uop_new(ctx, UJ_OP_COUNT, S(UJ_INT32), NULL, 0, arg_none()) &&
             strstr(uj_error(ctx), "unknown op"),
@@ -302,6 +325,7 @@ int main(void) {
   test_unary_ops(ctx, &n);
   test_binary_ops(ctx, &n);
   test_ternary_ops(ctx, &n);
+  test_loop_ops(ctx, &n);
   test_bad_calls_and_graphs(ctx, &n);
   uj_ctx_free(ctx);
   return check_report("test_uop_spec");

@@ -68,13 +68,16 @@ typedef enum uj_op {
   UJ_OP_XOR, UJ_OP_SHL, UJ_OP_SHR,
   /* ternary */
   UJ_OP_WHERE, UJ_OP_MULACC,
+  /* loops */
+  UJ_OP_RANGE, UJ_OP_END,
   UJ_OP_COUNT
 } uj_op;
 
 /* The arg of a node: an optional name and a list of integers. What they
  * mean depends on the op (docs/ir.md): CONST holds its value in ints[0]
  * (see uj_const_*), DEFINE_VAR its name and [min, max], PARAM its slot,
- * BUFFER (id, size) and its device name, CALL the callee and launch dims. */
+ * BUFFER (id, size) and its device name, CALL the callee and launch dims,
+ * RANGE its kind ("loop", "global", ...) and axis number. */
 typedef struct uj_arg {
   const char *name;     /* NULL when the op takes no name */
   const int64_t *ints;  /* may be NULL when nints == 0 */

@@ -3,12 +3,14 @@
  * In: a graph root, variable values, memory for PARAMs and BUFFERs. Out:
  * the words of every value node under root; STOREs written to memory.
  *
- * How, in three phases, none recursive (a graph a million nodes deep is
- * fine): (1) a depth-first, left-to-right post-order walk from the root
- * lists every node once, after its sources; (2) each node is evaluated in
- * that order: ALU ops lane by lane through alu_eval, LOADs read memory
- * (still untouched), STOREs are checked and queued; (3) the queued STOREs
- * are written, in the order of the walk. An error in (2) leaves memory as
+ * How, none of it recursive (a graph a million nodes deep is fine): a
+ * depth-first walk from the root sizes the results; then the effects (SINK,
+ * END, STORE) are run from the root, left to right, each END running its
+ * body once per value of its RANGE. A value is computed on demand, after its
+ * sources, and kept: for good when it depends on no RANGE, until the next
+ * loop step when it does. LOADs read memory as it was before the run;
+ * STOREs are checked and queued with a copy of their value, and written in
+ * the order they ran once everything succeeded. An error leaves memory as
  * it was. Pointer nodes evaluate to a Pointer (memory, element, gate). */
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,12 +43,24 @@ typedef struct Pointer {
   bool valid;
 } Pointer;
 
-/* A STORE checked in phase 2, written in phase 3. */
+typedef struct Frame {
+  const UOp *u;
+  uint32_t next; /* the next source to visit */
+} Frame;
+
+/* A STORE that ran: written, from its copy of the value, after the run. */
 typedef struct Store {
   unsigned char *at;
   DType dtype;
-  const uint64_t *words;
+  size_t words; /* offset in store_words */
 } Store;
+
+/* One effect node being run: SINK, END (with its loop state) or STORE. */
+typedef struct Step {
+  const UOp *u;
+  uint32_t next;      /* the next source to run */
+  int64_t iter, trip; /* END: the current value of its RANGE and the bound */
+} Step;
 
 struct Eval {
   Ctx *ctx;
@@ -61,8 +75,17 @@ struct Eval {
   size_t nwhere;   /* ids covered by where[] */
   uint64_t *words; /* lanes of the value nodes */
   Pointer *ptrs;   /* pointer nodes */
+  /* by node id: depends on a RANGE; the epoch its value was computed in
+   * (0: never); a RANGE inside its END; an effect without RANGEs done */
+  unsigned char *in_loop, *open, *done;
+  uint64_t *stamp, epoch; /* epoch: +1 at every loop step */
+  uint64_t *pushed, walks; /* by id: the walk that pushed the node */
+  Frame *walk;             /* stack for computing values */
+  Step *steps;            /* stack of effects */
   Store *stores;
-  size_t nstores;
+  size_t nstores, cap_stores;
+  uint64_t *store_words;
+  size_t nstore_words, cap_store_words;
 };
 
 /* ---- errors ---- */
@@ -120,13 +143,14 @@ Eval *eval_new(Ctx *ctx) {
 }
 
 static void results_clear(Eval *ev) {
-  free(ev->order);
-  free(ev->where);
-  free(ev->words);
-  free(ev->ptrs);
-  free(ev->stores);
-  ev->order = NULL, ev->where = NULL, ev->words = NULL, ev->ptrs = NULL, ev->stores = NULL;
-  ev->norder = ev->nwhere = ev->nstores = 0;
+  void *owned[] = {ev->order, ev->where, ev->words, ev->ptrs, ev->in_loop, ev->open, ev->done,
+                   ev->stamp, ev->pushed, ev->walk, ev->steps, ev->stores, ev->store_words};
+  for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
+  Eval keep = *ev; /* the bindings stay */
+  memset(ev, 0, sizeof *ev);
+  ev->ctx = keep.ctx;
+  ev->vars = keep.vars, ev->nvars = keep.nvars, ev->cap_vars = keep.cap_vars;
+  ev->mems = keep.mems, ev->nmems = keep.nmems, ev->cap_mems = keep.cap_mems;
 }
 
 void eval_free(Eval *ev) {
@@ -210,11 +234,6 @@ bool eval_bind_buffer(Eval *ev, const UOp *buffer, void *data, size_t bytes) {
 
 /* ---- phase 1: the walk, and room for the results ---- */
 
-typedef struct Frame {
-  const UOp *u;
-  uint32_t next; /* the next source to visit */
-} Frame;
-
 /* Every node under root once, each after its sources, sources left to
  * right; NULL when out of memory. */
 static const UOp **post_order(const UOp *root, size_t nnodes, size_t *count) {
@@ -244,23 +263,30 @@ static const UOp **post_order(const UOp *root, size_t nnodes, size_t *count) {
 }
 
 /* Lists the graph and gives each value node its words, each pointer node
- * its Pointer, each STORE a place in the queue. */
+ * its Pointer; marks the nodes that depend on a RANGE. */
 static bool results_alloc(Eval *ev, const UOp *root) {
-  size_t nnodes = ev->ctx->nnodes, nwords = 0, nptrs = 0, nstores = 0;
+  size_t nnodes = ev->ctx->nnodes, nwords = 0, nptrs = 0;
   ev->order = post_order(root, nnodes, &ev->norder);
-  ev->where = calloc(nnodes, sizeof *ev->where); /* O(graph), not O(context) */
-  if (!ev->order || !ev->where) return false;
+  ev->where = calloc(nnodes, sizeof *ev->where);
+  ev->in_loop = calloc(nnodes, 1), ev->open = calloc(nnodes, 1), ev->done = calloc(nnodes, 1);
+  ev->stamp = calloc(nnodes, sizeof *ev->stamp), ev->pushed = calloc(nnodes, sizeof *ev->pushed);
+  ev->walk = malloc(nnodes * sizeof *ev->walk), ev->steps = malloc(nnodes * sizeof *ev->steps);
+  if (!ev->order || !ev->where || !ev->in_loop || !ev->open || !ev->done || !ev->stamp ||
+      !ev->pushed || !ev->walk || !ev->steps)
+    return false;
   ev->nwhere = nnodes;
   for (size_t i = 0; i < ev->norder; i++) {
     const UOp *u = ev->order[i];
     if (dt_is_ptr(u->dtype)) ev->where[u->id] = 1 + nptrs++;
     else if (!dt_is_void(u->dtype)) ev->where[u->id] = 1 + nwords, nwords += u->dtype.lanes;
-    nstores += u->op == UJ_OP_STORE;
+    bool in_loop = u->op == UJ_OP_RANGE;
+    for (uint32_t k = 0; k < u->nsrc && !in_loop; k++) in_loop = ev->in_loop[u->src[k]->id];
+    ev->in_loop[u->id] = in_loop;
   }
   ev->words = calloc(nwords + 1, sizeof *ev->words);
   ev->ptrs = calloc(nptrs + 1, sizeof *ev->ptrs);
-  ev->stores = calloc(nstores + 1, sizeof *ev->stores);
-  return ev->words && ev->ptrs && ev->stores;
+  ev->epoch = 1;
+  return ev->words && ev->ptrs;
 }
 
 /* The words of a value node, the Pointer of a pointer node: both reached
@@ -337,15 +363,31 @@ static bool eval_load(Eval *ev, const UOp *u) {
   return true;
 }
 
-/* STORE(ptr, val): checked now, written in phase 3; nothing when ptr is off. */
+/* STORE(ptr, val): checked and queued with a copy of val (written after
+ * the run); nothing when ptr is off. */
 static bool eval_store(Eval *ev, const UOp *u) {
   const Pointer *p = pointer_of(ev, u->src[0]);
   DType d = u->src[1]->dtype;
   if (!p->valid) return true;
   if (!access_ok(ev, u, p)) return false;
-  ev->stores[ev->nstores++] =
-      (Store){p->data + (size_t)p->index * elem_bytes(d), d, words_of(ev, u->src[1])};
+  Store *stores = grow(ev->stores, ev->nstores, &ev->cap_stores, sizeof *stores);
+  if (stores) ev->stores = stores;
+  while (stores && ev->nstore_words + d.lanes > ev->cap_store_words) {
+    uint64_t *w = grow(ev->store_words, ev->cap_store_words, &ev->cap_store_words, sizeof *w);
+    if (!w) return fail_nomem(ev);
+    ev->store_words = w;
+  }
+  if (!stores) return fail_nomem(ev);
+  memcpy(ev->store_words + ev->nstore_words, words_of(ev, u->src[1]), d.lanes * sizeof(uint64_t));
+  ev->stores[ev->nstores++] = (Store){p->data + (size_t)p->index * elem_bytes(d), d, ev->nstore_words};
+  ev->nstore_words += d.lanes;
   return true;
+}
+
+/* RANGE: the value its END gives it in this step of the loop. */
+static bool eval_range(Eval *ev, const UOp *u) {
+  if (!ev->open[u->id]) return fail(ev, u, "RANGE is used outside its END");
+  return true; /* the END wrote the value */
 }
 
 /* An ALU op, lane by lane. `in` is the scalar of the first value operand
@@ -374,11 +416,115 @@ static bool eval_node(Eval *ev, const UOp *u) {
   case UJ_OP_INDEX: return eval_index(ev, u);
   case UJ_OP_LOAD: return eval_load(ev, u);
   case UJ_OP_STORE: return eval_store(ev, u);
+  case UJ_OP_RANGE: return eval_range(ev, u);
   case UJ_OP_CALL: return fail(ev, u, "CALL is not evaluable");
   default:
     if (op_has((Op)u->op, OPF_ALU) && u->nsrc <= 3) return eval_alu(ev, u);
     return fail(ev, u, "the evaluator does not know this op");
   }
+}
+
+/* ---- values on demand ---- */
+
+static bool is_effect(const UOp *u) { return u->op == UJ_OP_SINK || u->op == UJ_OP_END || u->op == UJ_OP_STORE; }
+
+static bool value_ready(const Eval *ev, const UOp *u) {
+  uint64_t stamp = ev->stamp[u->id];
+  return ev->in_loop[u->id] ? stamp == ev->epoch : stamp != 0;
+}
+
+/* Needs computing now: a value, not ready, not an open RANGE (its END set
+ * it), not pushed in this walk. */
+static bool value_needed(const Eval *ev, const UOp *u) {
+  return !is_effect(u) && !value_ready(ev, u) && !(u->op == UJ_OP_RANGE && ev->open[u->id]) &&
+         ev->pushed[u->id] != ev->walks;
+}
+
+/* Computes value node u, after the sources it needs, unless it is ready for
+ * this step of the loops. Effects under it are not run. */
+static bool eval_value_node(Eval *ev, const UOp *u) {
+  size_t top = 0;
+  ev->walks++;
+  if (!value_needed(ev, u)) return true;
+  ev->walk[top++] = (Frame){u, 0};
+  ev->pushed[u->id] = ev->walks;
+  while (top > 0) {
+    Frame *f = &ev->walk[top - 1];
+    if (f->next < f->u->nsrc) {
+      const UOp *s = f->u->src[f->next++];
+      if (value_needed(ev, s)) ev->walk[top++] = (Frame){s, 0}, ev->pushed[s->id] = ev->walks;
+      continue;
+    }
+    top--;
+    if (!eval_node(ev, f->u)) return false;
+    ev->stamp[f->u->id] = ev->epoch;
+  }
+  return true;
+}
+
+/* ---- effects: SINK, END, STORE ---- */
+
+/* One step of END's loop: its RANGE takes the value iter. */
+static void loop_step(Eval *ev, Step *st) {
+  const UOp *r = st->u->src[0];
+  words_of(ev, r)[0] = word_from_int((uj_scalar)r->dtype.scalar, st->iter);
+  ev->epoch++;
+  st->next = 1;
+}
+
+/* Starts END's loop: false on error; *runs false when the bound is <= 0. */
+static bool loop_begin(Eval *ev, Step *st, bool *runs) {
+  const UOp *r = st->u->src[0];
+  if (ev->open[r->id]) return fail(ev, st->u, "its RANGE is already open (an END inside itself)");
+  if (!eval_value_node(ev, r->src[0])) return false;
+  uint64_t w = words_of(ev, r->src[0])[0];
+  bool big = !dt_is_signed(r->dtype) && w > (uint64_t)INT64_MAX;
+  st->trip = big ? INT64_MAX : (int64_t)w;
+  st->iter = 0;
+  *runs = st->trip > 0;
+  if (*runs) ev->open[r->id] = 1, loop_step(ev, st);
+  return true;
+}
+
+/* Runs one effect or value node met among effects; pushes END/SINK frames. */
+static bool step_start(Eval *ev, const UOp *u, size_t *top) {
+  if (!ev->in_loop[u->id] && ev->done[u->id]) return true; /* run once, outside loops */
+  ev->done[u->id] = 1;
+  if (u->op == UJ_OP_SINK) {
+    ev->steps[(*top)++] = (Step){u, 0, 0, 0};
+    return true;
+  }
+  if (u->op == UJ_OP_END) {
+    Step st = {u, 0, 0, 0};
+    bool runs = false;
+    if (!loop_begin(ev, &st, &runs)) return false;
+    if (runs) ev->steps[(*top)++] = st;
+    return true;
+  }
+  if (u->op == UJ_OP_STORE)
+    return eval_value_node(ev, u->src[0]) && eval_value_node(ev, u->src[1]) && eval_store(ev, u);
+  return eval_value_node(ev, u);
+}
+
+static bool run_effects(Eval *ev, const UOp *root) {
+  size_t top = 0;
+  if (!step_start(ev, root, &top)) return false;
+  while (top > 0) {
+    Step *st = &ev->steps[top - 1];
+    if (st->next < st->u->nsrc) {
+      const UOp *s = st->u->src[st->next++];
+      if (st->u->op == UJ_OP_END && st->next == 1) continue; /* the RANGE itself */
+      if (!step_start(ev, s, &top)) return false;
+      continue;
+    }
+    if (st->u->op == UJ_OP_END && ++st->iter < st->trip) {
+      loop_step(ev, st);
+      continue;
+    }
+    if (st->u->op == UJ_OP_END) ev->open[st->u->src[0]->id] = 0;
+    top--;
+  }
+  return true;
 }
 
 /* ---- the run ---- */
@@ -391,14 +537,13 @@ bool eval_run(Eval *ev, const UOp *root) {
     return false;
   }
   if (!spec_check_graph(ctx, root)) return false;
-  bool ok = results_alloc(ev, root) || fail_nomem(ev);
-  for (size_t i = 0; ok && i < ev->norder; i++) ok = eval_node(ev, ev->order[i]);
+  bool ok = (results_alloc(ev, root) || fail_nomem(ev)) && run_effects(ev, root);
   if (!ok) {
     results_clear(ev);
     return false;
   }
-  for (size_t i = 0; i < ev->nstores; i++) /* phase 3 */
-    mem_write(ev->stores[i].at, ev->stores[i].dtype, ev->stores[i].words);
+  for (size_t i = 0; i < ev->nstores; i++) /* every check passed: write */
+    mem_write(ev->stores[i].at, ev->stores[i].dtype, ev->store_words + ev->stores[i].words);
   return true;
 }
 

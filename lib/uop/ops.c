@@ -190,6 +190,29 @@ static const char *rule_store(const UOp *u, DType *out, char *buf, size_t size) 
   return NULL;
 }
 
+/* RANGE(bound): the loop variable, 0 .. bound-1, in bound's dtype. */
+static const char *rule_range(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  DType b = u->src[0]->dtype;
+  AxisKind kind;
+  if (!dt_is_int(b) || b.lanes != 1) return FAIL("RANGE bound must be a scalar int, not %s", dname(b, a, sizeof a));
+  if (!axis_kind_from_name(u->name, &kind)) return FAIL("RANGE has an unknown axis kind '%s'", u->name);
+  if (u->ints[0] < 0) return FAIL("RANGE axis %lld is negative", (long long)u->ints[0]);
+  *out = b;
+  return NULL;
+}
+
+/* END(range, effect...): the effects run once per value of the range. */
+static const char *rule_end(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  if (u->src[0]->op != UJ_OP_RANGE) return FAIL("END must close a RANGE, not %s", op_table[u->src[0]->op].name);
+  for (uint32_t i = 1; i < u->nsrc; i++)
+    if (!dt_is_void(u->src[i]->dtype))
+      return FAIL("END body must be effects (void), not %s", dname(u->src[i]->dtype, a, sizeof a));
+  *out = dt_scalar(UJ_VOID);
+  return NULL;
+}
+
 #define ALU1 (OPF_ALU | OPF_UNARY)
 #define ALU2 (OPF_ALU | OPF_BINARY)
 #define COMM (OPF_COMMUTATIVE | OPF_ASSOCIATIVE)
@@ -230,7 +253,30 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_SHR]     = {"SHR",        2, 2,   ARG_NONE,   ALU2,                 true,  rule_int},
   [UJ_OP_WHERE]   = {"WHERE",      3, 3,   ARG_NONE,   OPF_ALU | OPF_TERNARY, true, rule_where_values},
   [UJ_OP_MULACC]  = {"MULACC",     3, 3,   ARG_NONE,   OPF_ALU | OPF_TERNARY, true, rule_numeric},
+  [UJ_OP_RANGE]   = {"RANGE",      1, 1,   ARG_RANGE,  0,                    true,  rule_range},
+  [UJ_OP_END]     = {"END",        2, -1,  ARG_NONE,   0,                    true,  rule_end},
 };
+
+const char *const axis_kind_names[AXIS_COUNT] = {
+  [AXIS_LOOP] = "loop", [AXIS_GLOBAL] = "global", [AXIS_LOCAL] = "local",
+  [AXIS_REDUCE] = "reduce", [AXIS_UPCAST] = "upcast", [AXIS_UNROLL] = "unroll",
+};
+
+bool axis_kind_from_name(const char *name, AxisKind *out) {
+  for (int k = 0; name && k < AXIS_COUNT; k++) {
+    if (strcmp(name, axis_kind_names[k]) == 0) {
+      *out = (AxisKind)k;
+      return true;
+    }
+  }
+  return false;
+}
+
+AxisKind range_kind(const UOp *range) {
+  AxisKind k = AXIS_LOOP;
+  axis_kind_from_name(range->name, &k);
+  return k;
+}
 
 bool op_from_name(const char *name, size_t len, Op *out) {
   for (int i = 0; i < UJ_OP_COUNT; i++) {

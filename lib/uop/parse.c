@@ -465,6 +465,9 @@ static bool read_arg(Parser *p, Frame *f) {
   case ARG_CALL:
     ok = arg_name(p, f, "a callee name") && arg_dims(p, f);
     break;
+  case ARG_RANGE:
+    ok = arg_name(p, f, "an axis kind") && arg_int(p, f, "an axis number");
+    break;
   }
   if (ok && (p->tok.kind == TOK_WORD || p->tok.kind == TOK_STRING))
     return fail_at(p, p->tok.line, p->tok.col, "%s: unexpected arg '%.*s'", op_name(f),

@@ -179,6 +179,8 @@ static Range bounds_of(const UOp *u) {
     return range_hull(b, range_of(s[2]));
   case UJ_OP_CAST:
     return dt_is_float(s[0]->dtype) ? range_none() : a;
+  case UJ_OP_RANGE: /* 0 .. bound-1; a loop that never runs has no values */
+    return a.ok ? range(0, a.hi > 0 ? a.hi - 1 : 0) : range_none();
   default: return range_none();
   }
 }

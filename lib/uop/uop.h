@@ -97,7 +97,19 @@ typedef enum ArgKind {
   ARG_VAR,    /* name, ints: min max */
   ARG_BUFFER, /* name: device, ints: id size */
   ARG_CALL,   /* name: callee, ints: launch dims (any count) */
+  ARG_RANGE,  /* name: axis kind (axis_kind_names), ints: axis number */
 } ArgKind;
+
+/* What a RANGE's loop becomes: a plain loop, a grid index (GPU threads; a
+ * loop on the CPU), a workgroup-local index, a reduction, or a range the
+ * optimizer expands into vector lanes (upcast) or unrolled copies. */
+typedef enum AxisKind {
+  AXIS_LOOP, AXIS_GLOBAL, AXIS_LOCAL, AXIS_REDUCE, AXIS_UPCAST, AXIS_UNROLL, AXIS_COUNT
+} AxisKind;
+extern const char *const axis_kind_names[AXIS_COUNT];
+bool axis_kind_from_name(const char *name, AxisKind *out);
+/* The kind of a RANGE node (its arg's name, checked by the spec). */
+AxisKind range_kind(const UOp *range);
 
 enum OpFlag {
   OPF_ALU = 1 << 0,         /* computes a value from values, per lane */
