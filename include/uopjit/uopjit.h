@@ -27,6 +27,7 @@ typedef enum uj_status {
   UJ_ERR_IO,     /* unreadable file */
   UJ_ERR_NOMEM,  /* allocation failed */
   UJ_ERR_ARG,    /* bad argument to an API call */
+  UJ_ERR_COMPILE, /* a kernel the pipeline cannot compile for its target */
 } uj_status;
 
 /* Scalar kinds. Order matters: ints are grouped, then floats. */
@@ -133,6 +134,43 @@ char *uj_print(uj_ctx *ctx, const uj_uop *root);
 uj_status uj_check(uj_ctx *ctx, const uj_uop *root);
 /* Symbolic simplification to a fixpoint (docs/symbolic.md). */
 const uj_uop *uj_simplify(uj_ctx *ctx, const uj_uop *root);
+
+/* ---- compiling and running kernels (docs/compile.md) ---- */
+/* A kernel is a SINK of STOREs and ENDs (loops) over PARAM slots. */
+typedef struct uj_program uj_program; /* a kernel compiled for this CPU */
+
+/* What uj_emit produces. Text for all but UJ_EMIT_HSACO (an ELF code
+ * object). IR and asm are for the target of the kind: UJ_EMIT_IR and
+ * UJ_EMIT_IR_OPT for the CPU unless arch names a GPU ("sm_90", "gfx90a"). */
+typedef enum uj_emit_kind {
+  UJ_EMIT_IR,      /* LLVM IR as rendered, verified */
+  UJ_EMIT_IR_OPT,  /* LLVM IR after the pass pipeline */
+  UJ_EMIT_ASM,     /* host CPU assembly */
+  UJ_EMIT_PTX,     /* NVIDIA PTX (arch: sm_80 .. sm_90a; NULL: sm_90) */
+  UJ_EMIT_AMDGCN,  /* AMD GCN assembly (arch: gfx90a, gfx942, gfx1100...) */
+  UJ_EMIT_HSACO,   /* AMD HSA code object, linked with ld.lld */
+  UJ_EMIT_COUNT
+} uj_emit_kind;
+
+/* Compiles kernel for the host CPU; `name` (NULL: "kernel") names it in
+ * dumps and UJ_DEBUG output. Compiling an equal kernel again returns the
+ * same program, counted: each uj_compile needs its uj_program_free. NULL
+ * and a message on error. */
+uj_program *uj_compile(uj_ctx *ctx, const uj_uop *kernel, const char *name);
+/* Runs p: args[slot] is the buffer of each pointer PARAM slot (or the
+ * address of a value PARAM's value); vars[i] is the value of variable i
+ * (uj_program_var_name order: sorted by name). Buffers must not overlap. */
+uj_status uj_run(uj_program *p, void *const *args, size_t nargs, const int64_t *vars, size_t nvars);
+size_t uj_program_nparams(const uj_program *p);
+size_t uj_program_nvars(const uj_program *p);
+const char *uj_program_var_name(const uj_program *p, size_t i);
+void uj_program_free(uj_program *p);
+
+/* The stage `kind` of kernel as a malloc'd buffer (free with free()), its
+ * length in *len (may be NULL; text is also NUL-terminated). NULL and a
+ * message on error, such as an op the target cannot compute. */
+char *uj_emit(uj_ctx *ctx, const uj_uop *kernel, uj_emit_kind kind, const char *arch, size_t *len);
+const char *uj_emit_name(uj_emit_kind kind); /* "ir", "ir-opt", "asm", "ptx", "amdgcn", "hsaco" */
 
 #ifdef __cplusplus
 }

@@ -76,9 +76,10 @@ struct Eval {
   uint64_t *words; /* lanes of the value nodes */
   Pointer *ptrs;   /* pointer nodes */
   /* by node id: depends on a RANGE; the epoch its value was computed in
-   * (0: never); a RANGE inside its END; an effect without RANGEs done */
+   * (0: never); a RANGE inside its END; an effect run outside loops */
   unsigned char *in_loop, *open, *done;
   uint64_t *stamp, epoch; /* epoch: +1 at every loop step */
+  size_t depth;           /* ENDs open */
   uint64_t *pushed, walks; /* by id: the walk that pushed the node */
   Frame *walk;             /* stack for computing values */
   Step *steps;            /* stack of effects */
@@ -482,14 +483,16 @@ static bool loop_begin(Eval *ev, Step *st, bool *runs) {
   st->trip = big ? INT64_MAX : (int64_t)w;
   st->iter = 0;
   *runs = st->trip > 0;
-  if (*runs) ev->open[r->id] = 1, loop_step(ev, st);
+  if (*runs) ev->open[r->id] = 1, ev->depth++, loop_step(ev, st);
   return true;
 }
 
 /* Runs one effect or value node met among effects; pushes END/SINK frames. */
 static bool step_start(Eval *ev, const UOp *u, size_t *top) {
-  if (!ev->in_loop[u->id] && ev->done[u->id]) return true; /* run once, outside loops */
-  ev->done[u->id] = 1;
+  if (ev->depth == 0) { /* outside loops an effect runs once */
+    if (ev->done[u->id]) return true;
+    ev->done[u->id] = 1;
+  }
   if (u->op == UJ_OP_SINK) {
     ev->steps[(*top)++] = (Step){u, 0, 0, 0};
     return true;
@@ -521,7 +524,7 @@ static bool run_effects(Eval *ev, const UOp *root) {
       loop_step(ev, st);
       continue;
     }
-    if (st->u->op == UJ_OP_END) ev->open[st->u->src[0]->id] = 0;
+    if (st->u->op == UJ_OP_END) ev->open[st->u->src[0]->id] = 0, ev->depth--;
     top--;
   }
   return true;

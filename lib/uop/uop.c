@@ -270,6 +270,8 @@ uj_ctx *uj_ctx_new(void) { return calloc(1, sizeof(uj_ctx)); }
 
 void uj_ctx_free(uj_ctx *ctx) {
   if (!ctx) return;
+  for (int i = CTX_PART_COUNT; i-- > 0;)
+    if (ctx->parts[i].free) ctx->parts[i].free(ctx->parts[i].state);
   ruleset_free(ctx->symbolic_rules);
   for (Arena *a = ctx->arena, *next; a; a = next) {
     next = a->next;

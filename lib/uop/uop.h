@@ -41,6 +41,14 @@ struct uj_uop {
 /* ---- context (uop.c) ---- */
 typedef struct RuleSet RuleSet;
 
+/* Subsystems that hang their state off the context, made on first use and
+ * freed (last made, first freed) by uj_ctx_free. */
+typedef enum CtxPart { CTX_PART_CPU_JIT, CTX_PART_COUNT } CtxPart;
+typedef struct CtxPartSlot {
+  void *state;
+  void (*free)(void *state);
+} CtxPartSlot;
+
 struct uj_ctx {
   struct Arena *arena;
   const UOp **nodes;    /* by id */
@@ -50,6 +58,7 @@ struct uj_ctx {
   const char **strings; /* interned strings, open addressing */
   size_t nstrings, cap_strings;
   RuleSet *symbolic_rules; /* compiled on first use (symbolic.c) */
+  CtxPartSlot parts[CTX_PART_COUNT];
   char error[1024];
 };
 

@@ -1,0 +1,246 @@
+/* program.c — uj_compile, uj_run, uj_program_free: kernels compiled by the
+ * one pipeline (lib/llvm) into the context's ORC LLJIT, and the cache of
+ * compiled programs keyed by (kernel hash, target, options). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+
+#include "cpu/jit.h"
+#include "llvm/pipeline.h"
+
+typedef void (*KernelEntry)(void *const *args, const int64_t *vars);
+
+struct uj_program {
+  Ctx *ctx;
+  const UOp *kernel;
+  uint64_t key; /* hash of (kernel, target, options) */
+  uint32_t refs;
+  char name[64], symbol[96];
+  KernelEntry entry;
+  LLVMOrcResourceTrackerRef tracker;
+  KernelSig sig;
+  double compile_ms;
+};
+
+typedef struct CpuJit {
+  LLVMOrcLLJITRef jit;
+  LLVMOrcJITDylibRef dylib;
+  Target target;
+  LLVMTargetMachineRef tm; /* for the pass pipeline; the JIT has its own */
+  uj_program **programs;   /* the cache */
+  size_t nprograms, cap;
+  uint64_t next_symbol;
+} CpuJit;
+
+static bool orc_fail(Ctx *ctx, const char *what, LLVMErrorRef err) {
+  char *msg = LLVMGetErrorMessage(err);
+  ctx_set_error(ctx, "cpu: %s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return false;
+}
+
+static void program_release(uj_program *p) {
+  if (p->tracker) {
+    LLVMErrorRef err = LLVMOrcResourceTrackerRemove(p->tracker);
+    if (err) LLVMConsumeError(err);
+    LLVMOrcReleaseResourceTracker(p->tracker);
+  }
+  kernel_sig_free(&p->sig);
+  free(p);
+}
+
+static void jit_free(void *state) {
+  CpuJit *j = state;
+  for (size_t i = 0; i < j->nprograms; i++) program_release(j->programs[i]);
+  free(j->programs);
+  if (j->jit) {
+    LLVMErrorRef err = LLVMOrcDisposeLLJIT(j->jit);
+    if (err) LLVMConsumeError(err);
+  }
+  if (j->tm) LLVMDisposeTargetMachine(j->tm);
+  free(j);
+}
+
+/* The LLJIT for the host: a target machine for it, process symbols
+ * visible (libm), our runtime symbols defined. */
+static bool jit_create(Ctx *ctx, CpuJit *j) {
+  LLVMTargetMachineRef jit_tm = target_machine_new(ctx, &j->target);
+  j->tm = target_machine_new(ctx, &j->target);
+  if (!jit_tm || !j->tm) return jit_tm ? LLVMDisposeTargetMachine(jit_tm), false : false;
+  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+  /* consumes jit_tm, then the builder takes the JTMB, and LLJIT the builder */
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jit_tm));
+  LLVMErrorRef err = LLVMOrcCreateLLJIT(&j->jit, builder);
+  if (err) return j->jit = NULL, orc_fail(ctx, "cannot create the JIT", err);
+  j->dylib = LLVMOrcLLJITGetMainJITDylib(j->jit);
+  LLVMOrcDefinitionGeneratorRef gen = NULL;
+  err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL);
+  if (err) return orc_fail(ctx, "cannot see the process's symbols", err);
+  LLVMOrcJITDylibAddGenerator(j->dylib, gen);
+  return cpu_runtime_define(ctx, j->jit, j->dylib);
+}
+
+static CpuJit *jit_get(Ctx *ctx) {
+  CtxPartSlot *slot = &ctx->parts[CTX_PART_CPU_JIT];
+  if (slot->state) return slot->state;
+  CpuJit *j = calloc(1, sizeof *j);
+  if (!j) return ctx_set_error(ctx, "cpu: out of memory"), NULL;
+  if (!target_init(ctx, TARGET_CPU, NULL, &j->target) || !jit_create(ctx, j)) {
+    jit_free(j);
+    return NULL;
+  }
+  slot->state = j, slot->free = jit_free;
+  return j;
+}
+
+/* ---- the cache ---- */
+
+static uint64_t hash_str(uint64_t h, const char *s) {
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return h;
+}
+
+static uint64_t program_key(const CpuJit *j, const UOp *kernel) {
+  uint64_t h = kernel->key * 0x9e3779b97f4a7c15ull;
+  h = hash_str(h, j->target.cpu);
+  return hash_str(h, j->target.features); /* options: none yet */
+}
+
+static uj_program *cache_find(CpuJit *j, const UOp *kernel, uint64_t key) {
+  for (size_t i = 0; i < j->nprograms; i++)
+    if (j->programs[i]->key == key && j->programs[i]->kernel == kernel) return j->programs[i];
+  return NULL;
+}
+
+static bool cache_add(CpuJit *j, uj_program *p) {
+  if (j->nprograms == j->cap) {
+    size_t cap = j->cap ? j->cap * 2 : 16;
+    uj_program **ps = realloc(j->programs, cap * sizeof *ps);
+    if (!ps) return false;
+    j->programs = ps, j->cap = cap;
+  }
+  j->programs[j->nprograms++] = p;
+  return true;
+}
+
+static void cache_remove(CpuJit *j, const uj_program *p) {
+  for (size_t i = 0; i < j->nprograms; i++)
+    if (j->programs[i] == p) j->programs[i] = j->programs[--j->nprograms];
+}
+
+/* ---- compiling ---- */
+
+static bool name_ok(Ctx *ctx, const char *name) {
+  size_t n = strlen(name);
+  bool ok = n > 0 && n < 48 && !(name[0] >= '0' && name[0] <= '9');
+  for (size_t i = 0; ok && i < n; i++)
+    ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+         (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
+  if (!ok) ctx_set_error(ctx, "compile: kernel name '%s' is not [A-Za-z_][A-Za-z0-9_]* (at most 47)", name);
+  return ok;
+}
+
+/* Render and optimize in a fresh thread-safe context, add the module to
+ * the JIT under its own resource tracker, look the entry up. */
+static bool program_build(Ctx *ctx, CpuJit *j, uj_program *p) {
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef lc = LLVMOrcThreadSafeContextGetContext(tsc);
+  PipelineRequest req = {&j->target, j->tm, p->symbol, true, NULL};
+  LLVMModuleRef mod = pipeline_compile(ctx, p->kernel, lc, &req, &p->sig);
+  if (!mod) return LLVMOrcDisposeThreadSafeContext(tsc), false;
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc); /* takes mod */
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  p->tracker = LLVMOrcJITDylibCreateResourceTracker(j->dylib);
+  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModuleWithRT(j->jit, p->tracker, tsm); /* takes tsm */
+  if (err) return LLVMOrcDisposeThreadSafeModule(tsm), orc_fail(ctx, "cannot add the module", err);
+  LLVMOrcExecutorAddress addr = 0;
+  err = LLVMOrcLLJITLookup(j->jit, &addr, p->symbol); /* machine code is made here */
+  if (err) return orc_fail(ctx, "cannot compile the kernel", err);
+  p->entry = (KernelEntry)(uintptr_t)addr;
+  return true;
+}
+
+uj_program *uj_compile(uj_ctx *ctx, const uj_uop *kernel, const char *name) {
+  double t0 = pipeline_now_ms();
+  if (!ctx) return NULL;
+  if (!name) name = "kernel";
+  if (!kernel) return ctx_set_error(ctx, "compile: no kernel"), NULL;
+  CpuJit *j = name_ok(ctx, name) ? jit_get(ctx) : NULL;
+  if (!j) return NULL;
+  uint64_t key = program_key(j, kernel);
+  uj_program *p = cache_find(j, kernel, key);
+  if (p) {
+    p->refs++;
+    if (pipeline_debug_level() >= 1) fprintf(stderr, "UJ_DEBUG: %s: cached\n", p->name);
+    return p;
+  }
+  p = calloc(1, sizeof *p);
+  if (!p) return ctx_set_error(ctx, "compile: out of memory"), NULL;
+  *p = (uj_program){.ctx = ctx, .kernel = kernel, .key = key, .refs = 1};
+  snprintf(p->name, sizeof p->name, "%s", name);
+  snprintf(p->symbol, sizeof p->symbol, "%s_%" PRIu64, name, j->next_symbol++);
+  bool built = program_build(ctx, j, p);
+  if (!built || !cache_add(j, p)) {
+    if (built) ctx_set_error(ctx, "compile: out of memory");
+    program_release(p);
+    return NULL;
+  }
+  p->compile_ms = pipeline_now_ms() - t0;
+  if (pipeline_debug_level() >= 1) fprintf(stderr, "UJ_DEBUG: %s: compiled in %.3f ms\n", p->name, p->compile_ms);
+  return p;
+}
+
+void uj_program_free(uj_program *p) {
+  if (!p || --p->refs > 0) return;
+  cache_remove(p->ctx->parts[CTX_PART_CPU_JIT].state, p);
+  program_release(p);
+}
+
+/* ---- running ---- */
+
+static uj_status run_check(uj_program *p, void *const *args, size_t nargs, const int64_t *vars, size_t nvars) {
+  Ctx *ctx = p->ctx;
+  if (nargs < p->sig.nparams || (p->sig.nparams && !args)) {
+    ctx_set_error(ctx, "run %s: it takes %zu args, got %zu", p->name, p->sig.nparams, nargs);
+    return UJ_ERR_ARG;
+  }
+  if (nvars != p->sig.nvars || (nvars && !vars)) {
+    ctx_set_error(ctx, "run %s: it takes %zu variables, got %zu", p->name, p->sig.nvars, nvars);
+    return UJ_ERR_ARG;
+  }
+  for (size_t i = 0; i < p->sig.nparams; i++) {
+    if (p->sig.params[i].used && !args[i]) {
+      ctx_set_error(ctx, "run %s: arg %zu (PARAM slot %zu) is NULL", p->name, i, i);
+      return UJ_ERR_ARG;
+    }
+  }
+  for (size_t i = 0; i < nvars; i++) {
+    const KernelVar *v = &p->sig.vars[i];
+    if (vars[i] < v->min || vars[i] > v->max) {
+      ctx_set_error(ctx, "run %s: variable %s = %lld is outside [%lld, %lld]", p->name, v->name,
+                    (long long)vars[i], (long long)v->min, (long long)v->max);
+      return UJ_ERR_ARG;
+    }
+  }
+  return UJ_OK;
+}
+
+uj_status uj_run(uj_program *p, void *const *args, size_t nargs, const int64_t *vars, size_t nvars) {
+  if (!p) return UJ_ERR_ARG;
+  uj_status st = run_check(p, args, nargs, vars, nvars);
+  if (st != UJ_OK) return st;
+  double t0 = pipeline_now_ms();
+  p->entry(args, vars);
+  if (pipeline_debug_level() >= 1) fprintf(stderr, "UJ_DEBUG: %s: ran in %.3f ms\n", p->name, pipeline_now_ms() - t0);
+  return UJ_OK;
+}
+
+size_t uj_program_nparams(const uj_program *p) { return p ? p->sig.nparams : 0; }
+size_t uj_program_nvars(const uj_program *p) { return p ? p->sig.nvars : 0; }
+const char *uj_program_var_name(const uj_program *p, size_t i) {
+  return p && i < p->sig.nvars ? p->sig.vars[i].name : NULL;
+}

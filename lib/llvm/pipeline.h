@@ -1,0 +1,39 @@
+/* pipeline.h — the compilation of one kernel, every pass in order, and the
+ * emission of its stages (IR, assembly, PTX, object code).
+ *
+ *   kernel UOps ─ check ─ simplify ─ lower (GPU: float64 transcendentals)
+ *     ─ signature ─ render + verify ─ default<O2> ─ module
+ *
+ * In: a kernel in ctx, a Target, an LLVM context. Out: the module (the
+ * caller owns it) and the kernel's signature; with UJ_DEBUG set, the stages
+ * on stderr as they happen (docs/compile.md). */
+#ifndef UJ_LLVM_PIPELINE_H
+#define UJ_LLVM_PIPELINE_H
+
+#include <llvm-c/TargetMachine.h>
+
+#include "llvm/signature.h"
+#include "llvm/target.h"
+
+typedef struct PipelineRequest {
+  const Target *target;
+  LLVMTargetMachineRef tm; /* for the pass pipeline */
+  const char *name;        /* the kernel's function name */
+  bool optimize;           /* run default<O2> */
+  char **ir_before;        /* if not NULL: the IR before the passes (malloc'd) */
+} PipelineRequest;
+
+LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, const PipelineRequest *req,
+                               KernelSig *sig);
+/* Code for the target machine: assembly or an object file, in a malloc'd
+ * buffer (NUL-terminated). The module is cloned first: emission changes it. */
+bool pipeline_emit(Ctx *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm, LLVMCodeGenFileType kind,
+                   char **out, size_t *len);
+/* The module's text, malloc'd. */
+char *pipeline_ir_text(LLVMModuleRef mod);
+/* UJ_DEBUG as an int (0 when unset). */
+int pipeline_debug_level(void);
+/* Milliseconds on a monotonic clock. */
+double pipeline_now_ms(void);
+
+#endif

@@ -1,0 +1,467 @@
+/* render.c — the structure of a rendered kernel (render.h): the function
+ * and its parameters, loops, memory access, and the walk that emits every
+ * node once where it is valid.
+ *
+ * Effects (SINK, END, STORE) are emitted from the root, left to right, the
+ * way the evaluator runs them; an END opens a loop (header with a phi, body,
+ * latch, exit) or, on a GPU, an if-guarded grid index. A value is emitted
+ * in the current block on first use and reused while the loop it was
+ * emitted in is open; when that loop closes it is forgotten, and a later
+ * use emits it again (LLVM's LICM and GVN hoist and merge the copies). So
+ * every use is dominated by its definition, with no analysis of our own. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+
+#include "llvm/render.h"
+#include "uop/alu.h"
+
+enum { MAX_LOOPS = 64, GRID_DIMS = 3 };
+
+typedef struct Loop {
+  const UOp *range;
+  LLVMBasicBlockRef pre, header, exit;
+  LLVMValueRef phi; /* NULL for a grid index */
+  uint64_t serial;
+} Loop;
+
+typedef struct Frame {
+  const UOp *u;
+  uint32_t next;
+} Frame;
+
+typedef struct State {
+  Renderer r;
+  const KernelSig *sig;
+  LLVMValueRef fn;
+  LLVMValueRef *params, *vars; /* the function's arguments by slot / var index */
+  /* by node id: value, gate (pointers), loop depth and loop serial it was
+   * emitted in, the walk that pushed it, emitted as an effect at depth 0 */
+  LLVMValueRef *val, *gate;
+  uint32_t *lvl;
+  uint64_t *ser, *pushed, walks;
+  unsigned char *done0;
+  Frame *walk, *steps;
+  Loop loops[MAX_LOOPS];
+  unsigned depth;
+  uint64_t serials;
+  const UOp *grid[GRID_DIMS];
+  unsigned ngrid;
+} State;
+
+static bool is_effect(const UOp *u) {
+  return u->op == UJ_OP_SINK || u->op == UJ_OP_END || u->op == UJ_OP_STORE;
+}
+
+static uint64_t serial_at(const State *s, uint32_t lvl) { return lvl ? s->loops[lvl - 1].serial : 0; }
+
+static bool valid(const State *s, const UOp *u) {
+  uint32_t l = s->lvl[u->id];
+  return s->val[u->id] && l <= s->depth && s->ser[u->id] == serial_at(s, l);
+}
+
+static void set_value(State *s, const UOp *u, LLVMValueRef v, LLVMValueRef gate) {
+  s->val[u->id] = v, s->gate[u->id] = gate;
+  s->lvl[u->id] = s->depth, s->ser[u->id] = serial_at(s, s->depth);
+}
+
+static unsigned elem_align(DType d) { return d.scalar == UJ_BOOL ? 1 : dt_bits(d) / 8; }
+
+static bool fail(State *s, const UOp *u, const char *msg) {
+  ctx_set_error(s->r.ctx, "render: %s: %s", op_table[u->op].name, msg);
+  return false;
+}
+
+/* ---- memory ---- */
+
+/* INDEX(ptr, idx[, gate]): a GEP in elements of the pointee; gates AND up. */
+static void emit_index(State *s, const UOp *u) {
+  LLVMBuilderRef B = s->r.b;
+  LLVMValueRef idx = s->val[u->src[1]->id];
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(s->r.lc);
+  bool sign = dt_is_signed(u->src[1]->dtype);
+  if (dt_bits(u->src[1]->dtype) < 64) idx = sign ? LLVMBuildSExt(B, idx, i64, "") : LLVMBuildZExt(B, idx, i64, "");
+  LLVMTypeRef elem = render_mem_type(&s->r, dt_base(u->dtype));
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(B, elem, s->val[u->src[0]->id], &idx, 1, "");
+  LLVMValueRef g = s->gate[u->src[0]->id];
+  if (u->nsrc == 3) g = g ? LLVMBuildAnd(B, g, s->val[u->src[2]->id], "") : s->val[u->src[2]->id];
+  set_value(s, u, p, g);
+}
+
+static LLVMValueRef load_plain(State *s, DType d, LLVMValueRef p) {
+  LLVMValueRef v = LLVMBuildLoad2(s->r.b, render_mem_type(&s->r, d), p, "");
+  LLVMSetAlignment(v, elem_align(d));
+  if (d.scalar == UJ_BOOL) v = LLVMBuildICmp(s->r.b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  return v;
+}
+
+/* LOAD(ptr[, alt]): behind a branch when the pointer has a gate. */
+static void emit_load(State *s, const UOp *u) {
+  LLVMValueRef p = s->val[u->src[0]->id], g = s->gate[u->src[0]->id];
+  if (!g) return set_value(s, u, load_plain(s, u->dtype, p), NULL);
+  LLVMBuilderRef B = s->r.b;
+  LLVMValueRef alt = u->nsrc == 2 ? s->val[u->src[1]->id] : LLVMConstNull(render_type(&s->r, u->dtype));
+  LLVMBasicBlockRef from = LLVMGetInsertBlock(B);
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "load");
+  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "loaded");
+  LLVMBuildCondBr(B, g, then, join);
+  LLVMPositionBuilderAtEnd(B, then);
+  LLVMValueRef v = load_plain(s, u->dtype, p);
+  LLVMBasicBlockRef then_end = LLVMGetInsertBlock(B);
+  LLVMBuildBr(B, join);
+  LLVMPositionBuilderAtEnd(B, join);
+  LLVMValueRef phi = LLVMBuildPhi(B, render_type(&s->r, u->dtype), "");
+  LLVMValueRef vals[2] = {v, alt};
+  LLVMBasicBlockRef blocks[2] = {then_end, from};
+  LLVMAddIncoming(phi, vals, blocks, 2);
+  set_value(s, u, phi, NULL);
+}
+
+static void emit_store(State *s, const UOp *u) {
+  LLVMBuilderRef B = s->r.b;
+  LLVMValueRef p = s->val[u->src[0]->id], g = s->gate[u->src[0]->id], v = s->val[u->src[1]->id];
+  DType d = u->src[1]->dtype;
+  LLVMBasicBlockRef join = NULL;
+  if (d.scalar == UJ_BOOL) v = LLVMBuildZExt(B, v, render_mem_type(&s->r, d), "");
+  if (g) {
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "store");
+    join = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "stored");
+    LLVMBuildCondBr(B, g, then, join);
+    LLVMPositionBuilderAtEnd(B, then);
+  }
+  LLVMSetAlignment(LLVMBuildStore(B, v, p), elem_align(d));
+  if (join) LLVMBuildBr(B, join), LLVMPositionBuilderAtEnd(B, join);
+}
+
+/* ---- values ---- */
+
+static bool emit_node(State *s, const UOp *u) {
+  switch (u->op) {
+  case UJ_OP_CONST: set_value(s, u, render_const(&s->r, u->dtype, uop_const_value(u)), NULL); return true;
+  case UJ_OP_DEFINE_VAR: set_value(s, u, s->vars[kernel_sig_var(s->sig, u->name)], NULL); return true;
+  case UJ_OP_PARAM: set_value(s, u, s->params[u->ints[0]], NULL); return true;
+  case UJ_OP_INDEX: emit_index(s, u); return true;
+  case UJ_OP_LOAD: emit_load(s, u); return true;
+  case UJ_OP_RANGE: return fail(s, u, "RANGE is used outside its END");
+  default: break;
+  }
+  if (!op_has((Op)u->op, OPF_ALU)) return fail(s, u, "not a value op the renderer knows");
+  LLVMValueRef src[3];
+  for (uint32_t i = 0; i < u->nsrc && i < 3; i++) src[i] = s->val[u->src[i]->id];
+  LLVMValueRef v = render_alu(&s->r, u, src);
+  if (v) set_value(s, u, v, NULL);
+  return v != NULL;
+}
+
+static bool needed(const State *s, const UOp *u) {
+  return !is_effect(u) && !valid(s, u) && s->pushed[u->id] != s->walks;
+}
+
+/* Emits value u after the sources it needs; iterative (any depth). */
+static bool emit_value(State *s, const UOp *u) {
+  size_t top = 0;
+  s->walks++;
+  if (!needed(s, u)) return true;
+  s->walk[top++] = (Frame){u, 0}, s->pushed[u->id] = s->walks;
+  while (top > 0) {
+    Frame *f = &s->walk[top - 1];
+    if (f->next < f->u->nsrc) {
+      const UOp *src = f->u->src[f->next++];
+      if (needed(s, src)) s->walk[top++] = (Frame){src, 0}, s->pushed[src->id] = s->walks;
+      continue;
+    }
+    top--;
+    if (!emit_node(s, f->u)) return false;
+  }
+  return true;
+}
+
+/* ---- loops ---- */
+
+/* The grid dimension of a GLOBAL range on a GPU, or -1 for a loop. */
+static int grid_dim(State *s, const UOp *range) {
+  if (s->r.t->kind == TARGET_CPU || range_kind(range) != AXIS_GLOBAL) return -1;
+  for (unsigned i = 0; i < s->ngrid; i++)
+    if (s->grid[i] == range) return (int)i;
+  if (s->ngrid == GRID_DIMS) return -1;
+  s->grid[s->ngrid] = range;
+  return (int)s->ngrid++;
+}
+
+static LLVMValueRef sreg(State *s, const char *fmt, int dim) {
+  char name[64];
+  snprintf(name, sizeof name, fmt, "xyz"[dim]);
+  return render_intrinsic(&s->r, name, NULL, 0, NULL, 0);
+}
+
+/* blockIdx * blockDim + threadIdx along dim, as an i32. */
+static LLVMValueRef grid_index(State *s, int dim) {
+  LLVMBuilderRef B = s->r.b;
+  LLVMValueRef block, size, thread;
+  if (s->r.t->kind == TARGET_NVPTX) {
+    block = sreg(s, "llvm.nvvm.read.ptx.sreg.ctaid.%c", dim);
+    size = sreg(s, "llvm.nvvm.read.ptx.sreg.ntid.%c", dim);
+    thread = sreg(s, "llvm.nvvm.read.ptx.sreg.tid.%c", dim);
+  } else { /* AMDGPU: the block size is in the dispatch packet, u16 at 4 + 2*dim */
+    block = sreg(s, "llvm.amdgcn.workgroup.id.%c", dim);
+    thread = sreg(s, "llvm.amdgcn.workitem.id.%c", dim);
+    LLVMValueRef packet = render_intrinsic(&s->r, "llvm.amdgcn.dispatch.ptr", NULL, 0, NULL, 0);
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(s->r.lc), i16 = LLVMInt16TypeInContext(s->r.lc);
+    LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(s->r.lc), 4 + 2 * (unsigned)dim, 0);
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(B, i8, packet, &off, 1, "");
+    size = LLVMBuildLoad2(B, i16, at, "");
+    LLVMSetAlignment(size, 2);
+    size = LLVMBuildZExt(B, size, LLVMInt32TypeInContext(s->r.lc), "");
+  }
+  return LLVMBuildAdd(B, LLVMBuildMul(B, block, size, ""), thread, "");
+}
+
+static bool loop_open(State *s, const UOp *end) {
+  const UOp *range = end->src[0];
+  for (unsigned i = 0; i < s->depth; i++)
+    if (s->loops[i].range == range) return fail(s, end, "its RANGE is already open (an END inside itself)");
+  if (s->depth == MAX_LOOPS) return fail(s, end, "loops nest deeper than 64");
+  if (!emit_value(s, range->src[0])) return false;
+  LLVMBuilderRef B = s->r.b;
+  LLVMValueRef bound = s->val[range->src[0]->id];
+  LLVMTypeRef t = render_type(&s->r, range->dtype);
+  Loop *L = &s->loops[s->depth];
+  *L = (Loop){range, LLVMGetInsertBlock(B), NULL, NULL, NULL, ++s->serials};
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "body");
+  L->exit = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "exit");
+  LLVMValueRef i;
+  int dim = grid_dim(s, range);
+  if (dim >= 0) {
+    i = grid_index(s, dim);
+    unsigned bits = dt_bits(range->dtype);
+    if (bits != 32) i = bits < 32 ? LLVMBuildTrunc(B, i, t, "") : LLVMBuildZExt(B, i, t, "");
+  } else {
+    L->header = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "loop");
+    LLVMBuildBr(B, L->header);
+    LLVMPositionBuilderAtEnd(B, L->header);
+    i = L->phi = LLVMBuildPhi(B, t, "i");
+  }
+  LLVMValueRef more = LLVMBuildICmp(B, dt_is_signed(range->dtype) ? LLVMIntSLT : LLVMIntULT, i, bound, "");
+  LLVMBuildCondBr(B, more, body, L->exit);
+  LLVMPositionBuilderAtEnd(B, body);
+  s->depth++;
+  set_value(s, range, i, NULL);
+  return true;
+}
+
+static void loop_close(State *s) {
+  LLVMBuilderRef B = s->r.b;
+  Loop *L = &s->loops[--s->depth];
+  if (L->phi) {
+    LLVMValueRef next = LLVMBuildAdd(B, L->phi, LLVMConstInt(LLVMTypeOf(L->phi), 1, 0), "");
+    LLVMSetNUW(next, 1); /* i < bound: i + 1 does not wrap */
+    if (dt_is_signed(L->range->dtype)) LLVMSetNSW(next, 1);
+    LLVMValueRef vals[2] = {LLVMConstNull(LLVMTypeOf(L->phi)), next};
+    LLVMBasicBlockRef blocks[2] = {L->pre, LLVMGetInsertBlock(B)};
+    LLVMBuildBr(B, L->header);
+    LLVMAddIncoming(L->phi, vals, blocks, 2);
+  } else {
+    LLVMBuildBr(B, L->exit);
+  }
+  LLVMPositionBuilderAtEnd(B, L->exit);
+}
+
+/* ---- effects ---- */
+
+static bool effect_start(State *s, const UOp *u, size_t *top) {
+  if (s->depth == 0) { /* outside loops an effect runs once */
+    if (s->done0[u->id]) return true;
+    s->done0[u->id] = 1;
+  }
+  if (u->op == UJ_OP_SINK) {
+    s->steps[(*top)++] = (Frame){u, 0};
+    return true;
+  }
+  if (u->op == UJ_OP_END) {
+    if (!loop_open(s, u)) return false;
+    s->steps[(*top)++] = (Frame){u, 1};
+    return true;
+  }
+  if (!emit_value(s, u->src[0]) || !emit_value(s, u->src[1])) return false;
+  emit_store(s, u);
+  return true;
+}
+
+static bool emit_effects(State *s, const UOp *root) {
+  size_t top = 0;
+  if (!effect_start(s, root, &top)) return false;
+  while (top > 0) {
+    Frame *f = &s->steps[top - 1];
+    if (f->next < f->u->nsrc) {
+      if (!effect_start(s, f->u->src[f->next++], &top)) return false;
+      continue;
+    }
+    if (f->u->op == UJ_OP_END) loop_close(s);
+    top--;
+  }
+  return true;
+}
+
+/* ---- the function ---- */
+
+static unsigned addrspace(const State *s, DType d) {
+  if (s->r.t->kind == TARGET_CPU) return 0;
+  return d.space == UJ_AS_LOCAL ? 3 : 1;
+}
+
+static LLVMTypeRef param_type(const State *s, const KernelParam *p) {
+  if (!p->used || dt_is_ptr(p->dtype))
+    return LLVMPointerTypeInContext(s->r.lc, p->used ? addrspace(s, p->dtype) : 0);
+  return render_type(&s->r, p->dtype);
+}
+
+static void add_attr(State *s, LLVMValueRef fn, unsigned idx, const char *name, uint64_t val) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(s->r.lc, kind, val));
+}
+
+static void add_string_attr(State *s, LLVMValueRef fn, const char *k, const char *v) {
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(s->r.lc, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
+}
+
+/* noalias, aligned to the element, readonly / writeonly as used. */
+static void pointer_attrs(State *s, LLVMValueRef fn, unsigned i, const KernelParam *p) {
+  add_attr(s, fn, i + 1, "noalias", 0);
+  add_attr(s, fn, i + 1, "nocapture", 0);
+  add_attr(s, fn, i + 1, "align", elem_align(dt_base(p->dtype)));
+  if (!p->stored) add_attr(s, fn, i + 1, "readonly", 0);
+  if (!p->loaded) add_attr(s, fn, i + 1, "writeonly", 0);
+}
+
+/* The kernel function: params by slot, then the variables. */
+static LLVMValueRef make_function(State *s, const char *name) {
+  size_t np = s->sig->nparams, nv = s->sig->nvars, n = np + nv;
+  LLVMTypeRef *types = malloc((n + 1) * sizeof *types);
+  if (!types) return NULL;
+  for (size_t i = 0; i < np; i++) types[i] = param_type(s, &s->sig->params[i]);
+  for (size_t i = 0; i < nv; i++) types[np + i] = render_type(&s->r, s->sig->vars[i].dtype);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(s->r.lc), types, (unsigned)n, 0);
+  free(types);
+  LLVMValueRef fn = LLVMAddFunction(s->r.mod, name, fty);
+  for (size_t i = 0; i < np; i++)
+    if (s->sig->params[i].used && dt_is_ptr(s->sig->params[i].dtype)) pointer_attrs(s, fn, (unsigned)i, &s->sig->params[i]);
+  add_attr(s, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+  if (s->r.t->kind == TARGET_CPU) {
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    add_attr(s, fn, LLVMAttributeFunctionIndex, "alwaysinline", 0);
+  } else {
+    LLVMSetFunctionCallConv(fn, s->r.t->kind == TARGET_NVPTX ? LLVMPTXKernelCallConv : LLVMAMDGPUKERNELCallConv);
+  }
+  if (s->r.t->cpu[0]) add_string_attr(s, fn, "target-cpu", s->r.t->cpu);
+  if (s->r.t->features[0]) add_string_attr(s, fn, "target-features", s->r.t->features);
+  return fn;
+}
+
+/* The CPU entry `void name(void **args, int64_t *vars)` calling the body. */
+static void make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
+  LLVMContextRef lc = s->r.lc;
+  LLVMBuilderRef B = s->r.b;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(lc, 0), i64 = LLVMInt64TypeInContext(lc);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(lc), (LLVMTypeRef[]){ptr, ptr}, 2, 0);
+  LLVMValueRef fn = LLVMAddFunction(s->r.mod, name, fty);
+  add_attr(s, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+  add_string_attr(s, fn, "target-cpu", s->r.t->cpu);
+  add_string_attr(s, fn, "target-features", s->r.t->features);
+  LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(lc, fn, "entry"));
+  size_t np = s->sig->nparams, nv = s->sig->nvars;
+  LLVMValueRef *args = malloc((np + nv + 1) * sizeof *args);
+  if (!args) return;
+  for (size_t i = 0; i < np; i++) {
+    const KernelParam *p = &s->sig->params[i];
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(B, ptr, LLVMGetParam(fn, 0), (LLVMValueRef[]){LLVMConstInt(i64, i, 0)}, 1, "");
+    LLVMValueRef a = LLVMBuildLoad2(B, ptr, at, "");
+    args[i] = !p->used || dt_is_ptr(p->dtype) ? a : load_plain(s, p->dtype, a);
+  }
+  for (size_t i = 0; i < nv; i++) {
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(B, i64, LLVMGetParam(fn, 1), (LLVMValueRef[]){LLVMConstInt(i64, i, 0)}, 1, "");
+    LLVMValueRef v = LLVMBuildLoad2(B, i64, at, "");
+    LLVMTypeRef t = render_type(&s->r, s->sig->vars[i].dtype);
+    args[np + i] = dt_bits(s->sig->vars[i].dtype) < 64 ? LLVMBuildTrunc(B, v, t, "") : v;
+  }
+  LLVMBuildCall2(B, LLVMGlobalGetValueType(body), body, args, (unsigned)(np + nv), "");
+  LLVMBuildRetVoid(B);
+  free(args);
+}
+
+static bool state_alloc(State *s, size_t n) {
+  s->val = calloc(n, sizeof *s->val), s->gate = calloc(n, sizeof *s->gate);
+  s->lvl = calloc(n, sizeof *s->lvl), s->ser = calloc(n, sizeof *s->ser);
+  s->pushed = calloc(n, sizeof *s->pushed), s->done0 = calloc(n, 1);
+  s->walk = malloc(n * sizeof *s->walk), s->steps = malloc(n * sizeof *s->steps);
+  size_t na = s->sig->nparams + s->sig->nvars + 1;
+  s->params = calloc(na, sizeof *s->params);
+  s->vars = s->params + s->sig->nparams;
+  return s->val && s->gate && s->lvl && s->ser && s->pushed && s->done0 && s->walk && s->steps && s->params;
+}
+
+static void state_free(State *s) {
+  void *owned[] = {s->val, s->gate, s->lvl, s->ser, s->pushed, s->done0, s->walk, s->steps, s->params};
+  for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
+}
+
+static bool check_params(Ctx *ctx, const KernelSig *sig) {
+  for (size_t i = 0; i < sig->nparams; i++) {
+    const KernelParam *p = &sig->params[i];
+    if (p->used && dt_is_ptr(p->dtype) && p->dtype.space != UJ_AS_GLOBAL) {
+      ctx_set_error(ctx, "render: PARAM slot %zu points into %s memory; kernel parameters are global", i,
+                    p->dtype.space == UJ_AS_LOCAL ? "local" : "register");
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool render_body(State *s, const UOp *root, const char *name) {
+  char body_name[256];
+  snprintf(body_name, sizeof body_name, "%s%s", name, s->r.t->kind == TARGET_CPU ? ".body" : "");
+  s->fn = make_function(s, body_name);
+  if (!s->fn) return ctx_set_error(s->r.ctx, "render: out of memory"), false;
+  for (size_t i = 0; i < s->sig->nparams + s->sig->nvars; i++) s->params[i] = LLVMGetParam(s->fn, (unsigned)i);
+  LLVMPositionBuilderAtEnd(s->r.b, LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "entry"));
+  if (!emit_effects(s, root)) return false;
+  LLVMBuildRetVoid(s->r.b);
+  if (s->r.t->kind == TARGET_CPU) make_cpu_entry(s, s->fn, name);
+  return true;
+}
+
+static void module_setup(State *s) {
+  LLVMSetTarget(s->r.mod, s->r.t->triple);
+  if (s->r.t->kind == TARGET_AMDGPU) { /* code object v4: what older HSA runtimes load */
+    LLVMValueRef v = LLVMConstInt(LLVMInt32TypeInContext(s->r.lc), 400, 0);
+    const char *key = "amdhsa_code_object_version";
+    LLVMAddModuleFlag(s->r.mod, LLVMModuleFlagBehaviorError, key, strlen(key), LLVMValueAsMetadata(v));
+  }
+}
+
+LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, const UOp *root,
+                            const KernelSig *sig, const char *name) {
+  State s = {.r = {ctx, t, lc, NULL, NULL}, .sig = sig};
+  if (!check_params(ctx, sig)) return NULL;
+  if (!state_alloc(&s, ctx->nnodes)) {
+    state_free(&s);
+    ctx_set_error(ctx, "render: out of memory");
+    return NULL;
+  }
+  s.r.mod = LLVMModuleCreateWithNameInContext(name, lc);
+  s.r.b = LLVMCreateBuilderInContext(lc);
+  module_setup(&s);
+  bool ok = render_body(&s, root, name);
+  char *msg = NULL;
+  if (ok && LLVMVerifyModule(s.r.mod, LLVMReturnStatusAction, &msg)) {
+    ctx_set_error(ctx, "render: LLVM rejects the module (a bug in uopjit): %s", msg);
+    ok = false;
+  }
+  LLVMDisposeMessage(msg);
+  LLVMDisposeBuilder(s.r.b);
+  state_free(&s);
+  if (!ok) LLVMDisposeModule(s.r.mod);
+  return ok ? s.r.mod : NULL;
+}

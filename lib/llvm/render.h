@@ -1,0 +1,45 @@
+/* render.h — the one renderer: a kernel of UOps to an LLVM module, through
+ * the LLVM C API, for any of the three targets (target.h).
+ *
+ * In: a kernel (a SINK of STOREs and ENDs over PARAMs, checked against the
+ * op table and by kernel_sig_build) and a Target. Out: a module holding one
+ * function named `name` — on the CPU `void name(void **args, int64_t *vars)`
+ * calling an inlined body `name.body(params..., vars...)`; on NVPTX and
+ * AMDGPU a kernel `name(params..., vars...)` whose first three GLOBAL
+ * ranges are the grid's x, y, z thread indices. Values follow
+ * docs/semantics.md exactly (division by zero, shift counts, saturating
+ * float-to-int, NaN-propagating MAX, fused MULACC). The module is verified.
+ *
+ * render_alu.c holds the value ops; render.c the structure (function,
+ * loops, memory). Both share the Renderer below. */
+#ifndef UJ_LLVM_RENDER_H
+#define UJ_LLVM_RENDER_H
+
+#include <llvm-c/Core.h>
+
+#include "llvm/signature.h"
+#include "llvm/target.h"
+
+LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, const UOp *root,
+                            const KernelSig *sig, const char *name);
+
+/* ---- shared by render.c and render_alu.c ---- */
+typedef struct Renderer {
+  Ctx *ctx;
+  const Target *t;
+  LLVMContextRef lc;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+} Renderer;
+
+LLVMTypeRef render_type(const Renderer *r, DType d);     /* a value's type (bool: i1) */
+LLVMTypeRef render_mem_type(const Renderer *r, DType d); /* in memory (bool: i8) */
+LLVMValueRef render_const(const Renderer *r, DType d, uint64_t word);
+/* Calls intrinsic `name` overloaded on the types over[0..nover). */
+LLVMValueRef render_intrinsic(const Renderer *r, const char *name, LLVMTypeRef *over, unsigned nover,
+                              LLVMValueRef *args, unsigned nargs);
+/* The value of ALU node u from its sources' values; NULL with an error set
+ * when the target cannot compute it. */
+LLVMValueRef render_alu(const Renderer *r, const UOp *u, LLVMValueRef *src);
+
+#endif

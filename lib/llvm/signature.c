@@ -1,0 +1,121 @@
+/* signature.c — a kernel's parameters and variables (signature.h), read
+ * from its graph in one walk, with the checks that make a graph a kernel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llvm/signature.h"
+
+static bool is_effect(const UOp *u) {
+  return u->op == UJ_OP_SINK || u->op == UJ_OP_END || u->op == UJ_OP_STORE;
+}
+
+/* The PARAM a pointer comes from (through INDEXes), or NULL. */
+static const UOp *base_param(const UOp *p) {
+  while (p->op == UJ_OP_INDEX) p = p->src[0];
+  return p->op == UJ_OP_PARAM ? p : NULL;
+}
+
+static bool add_param(Ctx *ctx, KernelSig *sig, const UOp *u) {
+  int64_t slot = u->ints[0];
+  char a[32], b[32];
+  if (slot >= KERNEL_MAX_PARAMS) {
+    ctx_set_error(ctx, "kernel: PARAM slot %lld is above the limit %d", (long long)slot, KERNEL_MAX_PARAMS - 1);
+    return false;
+  }
+  if ((size_t)slot >= sig->nparams) {
+    KernelParam *p = realloc(sig->params, (size_t)(slot + 1) * sizeof *p);
+    if (!p) return ctx_set_error(ctx, "kernel: out of memory"), false;
+    memset(p + sig->nparams, 0, ((size_t)slot + 1 - sig->nparams) * sizeof *p);
+    sig->params = p, sig->nparams = (size_t)slot + 1;
+  }
+  KernelParam *p = &sig->params[slot];
+  if (p->used && !dt_eq(p->dtype, u->dtype)) {
+    ctx_set_error(ctx, "kernel: PARAM slot %lld is used as %s and as %s", (long long)slot,
+                  dtype_str(p->dtype, a, sizeof a), dtype_str(u->dtype, b, sizeof b));
+    return false;
+  }
+  p->used = true, p->dtype = u->dtype;
+  return true;
+}
+
+static bool add_var(Ctx *ctx, KernelSig *sig, const UOp *u) {
+  long i = kernel_sig_var(sig, u->name);
+  if (i >= 0) {
+    const KernelVar *v = &sig->vars[i];
+    if (dt_eq(v->dtype, u->dtype) && v->min == u->ints[0] && v->max == u->ints[1]) return true;
+    ctx_set_error(ctx, "kernel: variable %s is declared twice, differently", u->name);
+    return false;
+  }
+  KernelVar *vars = realloc(sig->vars, (sig->nvars + 1) * sizeof *vars);
+  if (!vars) return ctx_set_error(ctx, "kernel: out of memory"), false;
+  sig->vars = vars;
+  size_t at = sig->nvars++;
+  while (at > 0 && strcmp(vars[at - 1].name, u->name) > 0) vars[at] = vars[at - 1], at--;
+  vars[at] = (KernelVar){u->name, u->dtype, u->ints[0], u->ints[1]};
+  return true;
+}
+
+static void mark_access(KernelSig *sig, const UOp *u) {
+  const UOp *p = base_param(u->src[0]);
+  if (!p) return;
+  if (u->op == UJ_OP_LOAD) sig->params[p->ints[0]].loaded = true;
+  else sig->params[p->ints[0]].stored = true;
+}
+
+static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
+  switch (u->op) {
+  case UJ_OP_PARAM: return add_param(ctx, sig, u);
+  case UJ_OP_DEFINE_VAR: return add_var(ctx, sig, u);
+  case UJ_OP_BUFFER:
+  case UJ_OP_CALL:
+    ctx_set_error(ctx, "kernel: %s cannot be compiled (kernels take PARAMs)", op_table[u->op].name);
+    return false;
+  case UJ_OP_SINK:
+  case UJ_OP_END:
+    for (uint32_t i = u->op == UJ_OP_END; i < u->nsrc; i++) {
+      if (!is_effect(u->src[i])) {
+        ctx_set_error(ctx, "kernel: %s holds a %s; a kernel's SINK and END hold STOREs and ENDs",
+                      op_table[u->op].name, op_table[u->src[i]->op].name);
+        return false;
+      }
+    }
+    return true;
+  case UJ_OP_LOAD:
+  case UJ_OP_STORE:
+    if (!base_param(u->src[0])) {
+      ctx_set_error(ctx, "kernel: %s through a pointer that is not a PARAM", op_table[u->op].name);
+      return false;
+    }
+    return true;
+  default: return true;
+  }
+}
+
+bool kernel_sig_build(Ctx *ctx, const UOp *root, KernelSig *out) {
+  memset(out, 0, sizeof *out);
+  if (!is_effect(root)) {
+    ctx_set_error(ctx, "kernel: the root is a %s, not a SINK, END or STORE", op_table[root->op].name);
+    return false;
+  }
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, root, &nodes);
+  bool ok = n > 0;
+  for (size_t i = 0; ok && i < n; i++) ok = check_node(ctx, out, nodes[i]);
+  for (size_t i = 0; ok && i < n; i++)
+    if (nodes[i]->op == UJ_OP_LOAD || nodes[i]->op == UJ_OP_STORE) mark_access(out, nodes[i]);
+  free(nodes);
+  if (!ok) kernel_sig_free(out);
+  return ok;
+}
+
+void kernel_sig_free(KernelSig *sig) {
+  free(sig->params);
+  free(sig->vars);
+  memset(sig, 0, sizeof *sig);
+}
+
+long kernel_sig_var(const KernelSig *sig, const char *name) {
+  for (size_t i = 0; i < sig->nvars; i++)
+    if (strcmp(sig->vars[i].name, name) == 0) return (long)i;
+  return -1;
+}
