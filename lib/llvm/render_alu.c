@@ -99,13 +99,23 @@ static LLVMValueRef alu_compare(const Renderer *r, const UOp *u, LLVMValueRef a,
   return LLVMBuildICmp(r->b, p, a, b, "");
 }
 
+/* float16/bfloat16 widened to float32 (exact) where LLVM 19's x86
+ * lowering of the narrow type is wrong: llvm.maximum.bf16 loses NaN,
+ * fptosi.sat from f16 with AVX512-FP16 gives MIN for NaN. */
+static LLVMValueRef widen(const Renderer *r, LLVMValueRef x, DType d, uj_scalar via);
+static LLVMValueRef narrow(const Renderer *r, LLVMValueRef x, DType d, uj_scalar via);
+
 static LLVMValueRef alu_max(const Renderer *r, const UOp *u, LLVMValueRef a, LLVMValueRef b) {
   DType d = u->dtype;
   if (dt_is_bool(d)) return LLVMBuildOr(r->b, a, b, "");
-  LLVMTypeRef t = render_type(r, d);
-  LLVMValueRef args[2] = {a, b};
-  const char *name = dt_is_float(d) ? "llvm.maximum" : dt_is_signed(d) ? "llvm.smax" : "llvm.umax";
-  return render_intrinsic(r, name, &t, 1, args, 2);
+  if (!dt_is_float(d)) {
+    LLVMTypeRef t = render_type(r, d);
+    return render_intrinsic(r, dt_is_signed(d) ? "llvm.smax" : "llvm.umax", &t, 1, (LLVMValueRef[]){a, b}, 2);
+  }
+  uj_scalar via = dt_bits(d) == 16 ? UJ_FLOAT32 : (uj_scalar)d.scalar;
+  LLVMTypeRef t = render_type(r, dt_with_scalar(d, via));
+  LLVMValueRef args[2] = {widen(r, a, d, via), widen(r, b, d, via)};
+  return narrow(r, render_intrinsic(r, "llvm.maximum", &t, 1, args, 2), d, via);
 }
 
 /* float16 and bfloat16 round-trip through `via` for ops LLVM cannot do in
@@ -194,7 +204,7 @@ static LLVMValueRef cast_float_to_float(const Renderer *r, LLVMValueRef x, DType
 }
 
 static LLVMValueRef cast_float_to_int(const Renderer *r, LLVMValueRef x, DType from, DType to) {
-  if (from.scalar == UJ_BFLOAT16) x = widen(r, x, from, UJ_FLOAT32), from = dt_with_scalar(from, UJ_FLOAT32);
+  if (dt_bits(from) == 16) x = widen(r, x, from, UJ_FLOAT32), from = dt_with_scalar(from, UJ_FLOAT32);
   LLVMTypeRef over[2] = {render_type(r, to), render_type(r, from)};
   return render_intrinsic(r, dt_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over, 2, &x, 1);
 }

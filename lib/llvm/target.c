@@ -63,7 +63,10 @@ static void host_init(Target *out) {
   snprintf(out->triple, sizeof out->triple, "%s", triple);
   LLVMDisposeMessage(triple);
   snprintf(out->cpu, sizeof out->cpu, "%s", cpu);
-  snprintf(out->features, sizeof out->features, "%s", features);
+  /* AVX512-BF16 and AVX-NE-CONVERT round to bfloat16 with subnormals
+   * flushed to zero; docs/semantics.md keeps them, so LLVM must call our
+   * runtime's conversions instead (backends/cpu/runtime.c) */
+  snprintf(out->features, sizeof out->features, "%s,-avx512bf16,-avxneconvert", features);
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(features);
 }

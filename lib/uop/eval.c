@@ -6,9 +6,10 @@
  * How, none of it recursive (a graph a million nodes deep is fine): a
  * depth-first walk from the root sizes the results; then the effects (SINK,
  * END, STORE) are run from the root, left to right, each END running its
- * body once per value of its RANGE. A value is computed on demand, after its
+ * body once per value of its RANGE. Outside loops an effect reached twice
+ * runs once; inside a loop it runs each time it is reached. A value is computed on demand, after its
  * sources, and kept: for good when it depends on no RANGE, until the next
- * loop step when it does. LOADs read memory as it was before the run;
+ * loop step (or the loop's end) when it does. LOADs read memory as it was before the run;
  * STOREs are checked and queued with a copy of their value, and written in
  * the order they ran once everything succeeded. An error leaves memory as
  * it was. Pointer nodes evaluate to a Pointer (memory, element, gate). */
@@ -470,6 +471,7 @@ static void loop_step(Eval *ev, Step *st) {
   const UOp *r = st->u->src[0];
   words_of(ev, r)[0] = word_from_int((uj_scalar)r->dtype.scalar, st->iter);
   ev->epoch++;
+  ev->stamp[r->id] = ev->epoch; /* computed: eval_value gives it */
   st->next = 1;
 }
 
@@ -524,7 +526,8 @@ static bool run_effects(Eval *ev, const UOp *root) {
       loop_step(ev, st);
       continue;
     }
-    if (st->u->op == UJ_OP_END) ev->open[st->u->src[0]->id] = 0, ev->depth--;
+    if (st->u->op == UJ_OP_END) /* values of the loop's last step are stale now */
+      ev->open[st->u->src[0]->id] = 0, ev->depth--, ev->epoch++;
     top--;
   }
   return true;
@@ -551,7 +554,7 @@ bool eval_run(Eval *ev, const UOp *root) {
 }
 
 const uint64_t *eval_value(const Eval *ev, const UOp *u) {
-  if (!u || u->id >= ev->nwhere || ev->where[u->id] == 0) return NULL;
+  if (!u || u->id >= ev->nwhere || ev->where[u->id] == 0 || ev->stamp[u->id] == 0) return NULL;
   if (dt_is_ptr(u->dtype) || dt_is_void(u->dtype)) return NULL;
   return words_of(ev, u);
 }

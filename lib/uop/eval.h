@@ -5,9 +5,10 @@
  * PARAM slots and BUFFER nodes). Out: the words (alu.h) of every value node
  * reached from the root, lane by lane, and the STOREs written to the bound
  * memory. Semantics (docs/semantics.md): each ALU op is alu_eval per lane;
- * every LOAD sees memory as it was before the evaluation; the STOREs are
- * performed after every value is computed, in the order a depth-first,
- * left-to-right walk from the root finishes them (SINK order). On an error
+ * every LOAD sees memory as it was before the evaluation; the effects run
+ * from the root, left to right, each END once per value of its RANGE (an
+ * effect reached twice runs once outside loops, each time inside one); the
+ * STOREs are written after the run, in the order they ran. On an error
  * nothing is written and the context holds a message naming the node. */
 #ifndef UJ_EVAL_H
 #define UJ_EVAL_H
@@ -34,8 +35,9 @@ bool eval_bind_buffer(Eval *ev, const UOp *buffer, void *data, size_t bytes);
  * endian; float16/bfloat16 their 16-bit patterns; float32, float64 IEEE;
  * a vector its lanes in order. */
 bool eval_run(Eval *ev, const UOp *root);
-/* The words (one per lane) of a value node of the last eval_run; NULL for
- * nodes not computed, pointers and void nodes. Valid until the next run. */
+/* The words (one per lane) of a value node of the last eval_run (inside a
+ * loop: of the last step that computed it); NULL for nodes not computed,
+ * pointers and void nodes. Valid until the next run. */
 const uint64_t *eval_value(const Eval *ev, const UOp *u);
 
 /* For tests: evaluates a value expression with DEFINE_VARs names[i] bound

@@ -1,0 +1,119 @@
+/* jit_util.h — differential testing of the CPU JIT against the reference
+ * evaluator, shared by the JIT tests.
+ *
+ * In: a kernel and its buffers (one per PARAM slot, with initial bytes).
+ * Out: both run on their own copy of the buffers; every element of every
+ * buffer must then be equal: bit for bit (after the evaluator's reading of
+ * memory, which maps any NaN to the canonical one), or within `ulps` for
+ * floats when a kernel has transcendental functions. A mismatch prints the
+ * slot, the element, both values and the kernel. */
+#ifndef UJ_TEST_JIT_UTIL_H
+#define UJ_TEST_JIT_UTIL_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "uop/alu.h"
+#include "uop/eval.h"
+#include "uop/text.h"
+
+enum { JIT_MAX_SLOTS = 8 };
+
+typedef struct JitBuffers {
+  int n;                         /* slots 0 .. n-1 */
+  DType dtype[JIT_MAX_SLOTS];    /* element dtype (the pointee) */
+  size_t count[JIT_MAX_SLOTS];   /* elements */
+  unsigned char *init[JIT_MAX_SLOTS]; /* initial bytes, count * element size */
+} JitBuffers;
+
+static size_t jit_elem_bytes(DType d) {
+  size_t s = d.scalar == UJ_BOOL ? 1 : dt_bits(d) / 8;
+  return s * d.lanes;
+}
+
+/* Distance in ulps between two float words of scalar s (NaN == NaN). */
+static uint64_t jit_ulps(uj_scalar s, uint64_t a, uint64_t b) {
+  uint64_t x = word_to_mem_bits(s, a), y = word_to_mem_bits(s, b);
+  unsigned bits = scalar_table[s].bits;
+  uint64_t sign = 1ull << (bits - 1);
+  bool nan_a = a == word_normalize(s, 0x7ff8000000000000ull), nan_b = b == word_normalize(s, 0x7ff8000000000000ull);
+  if (nan_a || nan_b) return nan_a == nan_b ? 0 : UINT64_MAX;
+  /* to a monotonic unsigned order */
+  x = x & sign ? ~x & (sign | (sign - 1)) : x | sign;
+  y = y & sign ? ~y & (sign | (sign - 1)) : y | sign;
+  return x > y ? x - y : y - x;
+}
+
+static uint64_t jit_read_word(const unsigned char *p, uj_scalar s) {
+  size_t n = s == UJ_BOOL ? 1 : scalar_table[s].bits / 8;
+  uint64_t bits = 0;
+  for (size_t i = n; i-- > 0;) bits = bits << 8 | p[i];
+  return word_from_mem_bits(s, bits);
+}
+
+/* Compares the buffers element by element, lane by lane. */
+static bool jit_compare(const JitBuffers *b, unsigned char **got, unsigned char **want, uint64_t ulps,
+                        const char *what) {
+  for (int slot = 0; slot < b->n; slot++) {
+    uj_scalar s = (uj_scalar)b->dtype[slot].scalar;
+    size_t lane_bytes = s == UJ_BOOL ? 1 : scalar_table[s].bits / 8;
+    size_t lanes = b->count[slot] * b->dtype[slot].lanes;
+    for (size_t i = 0; i < lanes; i++) {
+      uint64_t g = jit_read_word(got[slot] + i * lane_bytes, s), w = jit_read_word(want[slot] + i * lane_bytes, s);
+      bool same = g == w || (scalar_table[s].is_float && ulps && jit_ulps(s, g, w) <= ulps);
+      if (!same) {
+        char gs[48], ws[48];
+        if (scalar_table[s].is_float) word_format_float(s, g, gs, sizeof gs), word_format_float(s, w, ws, sizeof ws);
+        else snprintf(gs, sizeof gs, "%lld", (long long)g), snprintf(ws, sizeof ws, "%lld", (long long)w);
+        CHECK(same, "%s: slot %d lane %zu: jit %s, evaluator %s", what, slot, i, gs, ws);
+        return false;
+      }
+    }
+  }
+  check_count++;
+  return true;
+}
+
+/* Runs kernel through the evaluator and the JIT on copies of b's memory.
+ * vars: values of the kernel's variables, sorted by name (as uj_run). */
+static bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b, const char *const *var_names,
+                        const int64_t *vars, size_t nvars, uint64_t ulps, const char *what) {
+  unsigned char *got[JIT_MAX_SLOTS] = {0}, *want[JIT_MAX_SLOTS] = {0};
+  void *args[JIT_MAX_SLOTS] = {0};
+  bool ok = true;
+  for (int i = 0; i < b->n; i++) {
+    size_t bytes = b->count[i] * jit_elem_bytes(b->dtype[i]);
+    got[i] = aligned_alloc(64, (bytes + 64) / 64 * 64), want[i] = malloc(bytes + 1);
+    memcpy(got[i], b->init[i], bytes), memcpy(want[i], b->init[i], bytes);
+    args[i] = got[i];
+  }
+  Eval *ev = eval_new(ctx);
+  for (int i = 0; i < b->n; i++) eval_bind_param(ev, i, want[i], b->count[i] * jit_elem_bytes(b->dtype[i]));
+  for (size_t i = 0; i < nvars; i++) eval_bind_var(ev, var_names[i], vars[i]);
+  if (!eval_run(ev, kernel)) {
+    CHECK(false, "%s: the evaluator fails: %s", what, uj_error(ctx));
+    ok = false;
+  }
+  eval_free(ev);
+  uj_program *p = ok ? uj_compile(ctx, kernel, "diff") : NULL;
+  if (ok && !p) {
+    CHECK(false, "%s: compile fails: %s", what, uj_error(ctx));
+    ok = false;
+  }
+  if (p && uj_run(p, args, (size_t)b->n, vars, nvars) != UJ_OK) {
+    CHECK(false, "%s: run fails: %s", what, uj_error(ctx));
+    ok = false;
+  }
+  if (ok) ok = jit_compare(b, got, want, ulps, what);
+  if (!ok) {
+    char *text = text_print(ctx, kernel);
+    fprintf(stderr, "  kernel:\n%s", text ? text : "?\n");
+    free(text);
+  }
+  uj_program_free(p);
+  for (int i = 0; i < b->n; i++) free(got[i]), free(want[i]);
+  return ok;
+}
+
+#endif
