@@ -27,13 +27,13 @@ typedef struct JitBuffers {
   unsigned char *init[JIT_MAX_SLOTS]; /* initial bytes, count * element size */
 } JitBuffers;
 
-static size_t jit_elem_bytes(DType d) {
+static inline size_t jit_elem_bytes(DType d) {
   size_t s = d.scalar == UJ_BOOL ? 1 : dt_bits(d) / 8;
   return s * d.lanes;
 }
 
 /* Distance in ulps between two float words of scalar s (NaN == NaN). */
-static uint64_t jit_ulps(uj_scalar s, uint64_t a, uint64_t b) {
+static inline uint64_t jit_ulps(uj_scalar s, uint64_t a, uint64_t b) {
   uint64_t x = word_to_mem_bits(s, a), y = word_to_mem_bits(s, b);
   unsigned bits = scalar_table[s].bits;
   uint64_t sign = 1ull << (bits - 1);
@@ -45,7 +45,7 @@ static uint64_t jit_ulps(uj_scalar s, uint64_t a, uint64_t b) {
   return x > y ? x - y : y - x;
 }
 
-static uint64_t jit_read_word(const unsigned char *p, uj_scalar s) {
+static inline uint64_t jit_read_word(const unsigned char *p, uj_scalar s) {
   size_t n = s == UJ_BOOL ? 1 : scalar_table[s].bits / 8;
   uint64_t bits = 0;
   for (size_t i = n; i-- > 0;) bits = bits << 8 | p[i];
@@ -53,7 +53,7 @@ static uint64_t jit_read_word(const unsigned char *p, uj_scalar s) {
 }
 
 /* Compares the buffers element by element, lane by lane. */
-static bool jit_compare(const JitBuffers *b, unsigned char **got, unsigned char **want, uint64_t ulps,
+static inline bool jit_compare(const JitBuffers *b, unsigned char **got, unsigned char **want, uint64_t ulps,
                         const char *what) {
   for (int slot = 0; slot < b->n; slot++) {
     uj_scalar s = (uj_scalar)b->dtype[slot].scalar;
@@ -77,7 +77,7 @@ static bool jit_compare(const JitBuffers *b, unsigned char **got, unsigned char 
 
 /* Runs kernel through the evaluator and the JIT on copies of b's memory.
  * vars: values of the kernel's variables, sorted by name (as uj_run). */
-static bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b, const char *const *var_names,
+static inline bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b, const char *const *var_names,
                         const int64_t *vars, size_t nvars, uint64_t ulps, const char *what) {
   unsigned char *got[JIT_MAX_SLOTS] = {0}, *want[JIT_MAX_SLOTS] = {0};
   void *args[JIT_MAX_SLOTS] = {0};

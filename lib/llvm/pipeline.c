@@ -10,6 +10,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "llvm/pipeline.h"
+#include "codegen/transcendental.h"
 #include "llvm/render.h"
 #include "symbolic/symbolic.h"
 #include "uop/spec.h"
@@ -67,7 +68,9 @@ static bool optimize(Ctx *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm) {
  * only ops the target computes. */
 static const UOp *lower_kernel(Ctx *ctx, const UOp *kernel, const Target *t) {
   if (!spec_check_graph(ctx, kernel)) return NULL;
-  return symbolic_simplify(ctx, kernel);
+  const UOp *k = symbolic_simplify(ctx, kernel);
+  if (k && t->kind != TARGET_CPU) k = transcendental_lower(ctx, k, 1u << UJ_FLOAT64); /* no libm there */
+  return k;
 }
 
 LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, const PipelineRequest *req,

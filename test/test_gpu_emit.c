@@ -1,0 +1,182 @@
+/* test_gpu_emit.c — every kernel of the corpus (kernel_corpus.h) emitted
+ * as PTX for sm_90 and as an AMD code object for gfx90a.
+ *
+ * PTX: assembled by the CUDA toolkit's ptxas (-arch=sm_90) when it is on the
+ * machine ($CUDA_HOME/bin or PATH); any ptxas error fails the test. Without
+ * ptxas that check is skipped with a message, the emission still checked.
+ * Code objects: llvm-readelf --notes must show each kernel's name and its
+ * kernel descriptor symbol (name.kd) in the AMDGPU metadata. Also: each
+ * sm_* and gfx* arch we accept emits, and an unknown arch is an error. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernel_corpus.h"
+
+typedef struct GpuRun {
+  char dir[256];
+  const char *ptxas, *readelf;
+  int n, nobj;
+} GpuRun;
+
+static bool write_all(const char *path, const char *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  bool ok = f && fwrite(data, 1, n, f) == n;
+  return (f && fclose(f) == 0) && ok;
+}
+
+/* Runs a shell command; its output in out (if not NULL); the exit status. */
+static int run_cmd(const char *cmd, char *out, size_t size) {
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  size_t n = 0;
+  if (out) {
+    n = fread(out, 1, size - 1, p);
+    out[n] = 0;
+  } else {
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0) continue;
+  }
+  return pclose(p);
+}
+
+/* Each kernel's PTX and code object go to files k<N>.ptx, k<N>.hsaco in
+ * the run's directory; the tools check them all at the end, in batches. */
+/* float64 EXP2/LOG2/SIN on a GPU become polynomials (transcendental.c),
+ * which cannot yet be built for vectors: those kernels must be refused
+ * with that message, on both targets. */
+static bool refused_vector_f64(Ctx *ctx, const CorpusKernel *k) {
+  DType d = k->bufs.dtype[0];
+  if (!k->transcendental || d.scalar != UJ_FLOAT64 || d.lanes == 1) return false;
+  for (int kind = UJ_EMIT_PTX; kind <= UJ_EMIT_HSACO; kind++) {
+    char *out = uj_emit(ctx, k->kernel, (uj_emit_kind)kind, NULL, NULL);
+    CHECK(!out && strstr(uj_error(ctx), "vector dtypes need a broadcast op"), "%s: %s", k->what, uj_error(ctx));
+    free(out);
+  }
+  return true;
+}
+
+static void emit_one(Ctx *ctx, const CorpusKernel *k, void *user) {
+  GpuRun *g = user;
+  char path[300];
+  if (refused_vector_f64(ctx, k)) return;
+  size_t len = 0;
+  char *ptx = uj_emit(ctx, k->kernel, UJ_EMIT_PTX, "sm_90", &len);
+  CHECK(ptx && strstr(ptx, ".visible .entry kernel("), "%s: PTX: %s", k->what, ptx ? "no entry" : uj_error(ctx));
+  snprintf(path, sizeof path, "%s/k%04d.ptx", g->dir, g->n);
+  if (ptx) write_all(path, ptx, len);
+  free(ptx);
+  char *obj = uj_emit(ctx, k->kernel, UJ_EMIT_HSACO, "gfx90a", &len);
+  CHECK(obj && len > 4 && memcmp(obj, "\177ELF", 4) == 0, "%s: code object: %s", k->what,
+        obj ? "not an ELF" : uj_error(ctx));
+  snprintf(path, sizeof path, "%s/k%04d.hsaco", g->dir, g->n);
+  if (obj) write_all(path, obj, len), g->nobj++;
+  free(obj);
+  g->n++;
+}
+
+/* ptxas on every .ptx, two at a time; the names of those that fail. */
+static void check_ptx(GpuRun *g) {
+  char cmd[1200], out[8192];
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && ls *.ptx | xargs -P 2 -n 1 sh -c '%s -arch=sm_90 -o /dev/null \"$0\" > \"$0.log\" 2>&1 "
+           "|| { echo \"$0:\"; cat \"$0.log\"; }'",
+           g->dir, g->ptxas);
+  int st = run_cmd(cmd, out, sizeof out);
+  CHECK(st == 0 && out[0] == 0, "ptxas -arch=sm_90 fails on (k<N>.ptx is the Nth corpus kernel):\n%s", out);
+}
+
+/* llvm-readelf --notes on all code objects: each names its kernel and
+ * kernel descriptor, for gfx90a. */
+static void check_code_objects(GpuRun *g) {
+  char cmd[800];
+  snprintf(cmd, sizeof cmd, "%s --notes '%s'/*.hsaco 2>&1", g->readelf, g->dir);
+  FILE *p = popen(cmd, "r");
+  int names = 0, symbols = 0, targets = 0;
+  char line[512];
+  while (p && fgets(line, sizeof line, p)) {
+    names += strstr(line, ".name:           kernel") != NULL;
+    symbols += strstr(line, ".symbol:         kernel.kd") != NULL;
+    targets += strstr(line, "amdgcn-amd-amdhsa--gfx90a") != NULL;
+  }
+  int st = p ? pclose(p) : -1;
+  CHECK(st == 0 && names == g->nobj && symbols == g->nobj && targets == g->nobj,
+        "llvm-readelf --notes: %d code objects, %d kernel names, %d .kd symbols, %d gfx90a targets", g->nobj, names,
+        symbols, targets);
+}
+
+static const char *find_tool(const char *const *candidates, char *buf, size_t size) {
+  for (; *candidates; candidates++) {
+    if ((*candidates)[0] == '$') {
+      const char *home = getenv((*candidates) + 1);
+      if (!home) continue;
+      snprintf(buf, size, "%s/bin/ptxas", home);
+    } else {
+      snprintf(buf, size, "%s", *candidates);
+    }
+    if (access(buf, X_OK) == 0) return buf;
+  }
+  return NULL;
+}
+
+static void test_archs(Ctx *ctx, const UOp *k) {
+  const char *nv[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+  const char *amd[] = {"gfx90a", "gfx908", "gfx942", "gfx1030", "gfx1100"};
+  for (size_t i = 0; i < 5; i++) {
+    char *ptx = uj_emit(ctx, k, UJ_EMIT_PTX, nv[i], NULL);
+    char want[32];
+    snprintf(want, sizeof want, ".target %s", nv[i]);
+    CHECK(ptx && strstr(ptx, want), "PTX for %s: %s", nv[i], ptx ? "no .target" : uj_error(ctx));
+    free(ptx);
+    char *gcn = uj_emit(ctx, k, UJ_EMIT_AMDGCN, amd[i], NULL);
+    snprintf(want, sizeof want, "%s", amd[i]);
+    CHECK(gcn && strstr(gcn, want), "AMDGCN for %s: %s", amd[i], gcn ? "no arch" : uj_error(ctx));
+    free(gcn);
+  }
+  CHECK(!uj_emit(ctx, k, UJ_EMIT_PTX, "sm_99", NULL) && strstr(uj_error(ctx), "unknown nvptx arch 'sm_99'"),
+        "unknown sm arch: %s", uj_error(ctx));
+  CHECK(!uj_emit(ctx, k, UJ_EMIT_AMDGCN, "gfx999", NULL) && strstr(uj_error(ctx), "unknown amdgpu arch 'gfx999'"),
+        "unknown gfx arch: %s", uj_error(ctx));
+}
+
+/* A GLOBAL range is the grid's x index on GPUs: thread and block ids. */
+static void test_grid(Ctx *ctx) {
+  const UOp *k = uj_parse(ctx,
+                          "%i = (RANGE global 0 (DEFINE_VAR:int32 n 1 1048576))\n"
+                          "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (LOAD (INDEX (PARAM:float32* 1) %i)))))",
+                          "grid");
+  char *ptx = k ? uj_emit(ctx, k, UJ_EMIT_PTX, NULL, NULL) : NULL;
+  CHECK(ptx && strstr(ptx, "%tid.x") && strstr(ptx, "%ctaid.x") && strstr(ptx, "%ntid.x") && strstr(ptx, "ld.global.nc"),
+        "grid index in PTX:\n%s", ptx ? ptx : uj_error(ctx));
+  free(ptx);
+  char *gcn = k ? uj_emit(ctx, k, UJ_EMIT_AMDGCN, NULL, NULL) : NULL;
+  CHECK(gcn && strstr(gcn, ".amdhsa_kernel kernel") && strstr(gcn, "global_load_dword"),
+        "grid kernel in AMDGCN:\n%s", gcn ? gcn : uj_error(ctx));
+  free(gcn);
+  if (k) test_archs(ctx, k);
+}
+
+int main(void) {
+  GpuRun g = {.n = 0};
+  char ptxas[512], readelf[512];
+  const char *ptxas_at[] = {"$CUDA_HOME", "/usr/local/cuda/bin/ptxas", NULL};
+  const char *readelf_at[] = {"/usr/bin/llvm-readelf-19", "/usr/lib/llvm-19/bin/llvm-readelf", NULL};
+  g.ptxas = find_tool(ptxas_at, ptxas, sizeof ptxas);
+  g.readelf = find_tool(readelf_at, readelf, sizeof readelf);
+  if (!g.ptxas) printf("test_gpu_emit: no ptxas ($CUDA_HOME/bin, /usr/local/cuda/bin): PTX not assembled\n");
+  if (!g.readelf) printf("test_gpu_emit: no llvm-readelf-19: code object notes not read\n");
+  snprintf(g.dir, sizeof g.dir, "%s/uj-gpu-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(g.dir)) return perror("mkdtemp"), 1;
+  Ctx *ctx = uj_ctx_new();
+  test_grid(ctx);
+  corpus_each(ctx, emit_one, &g);
+  printf("test_gpu_emit: %d kernels\n", g.n);
+  if (g.ptxas) check_ptx(&g);
+  if (g.readelf) check_code_objects(&g);
+  uj_ctx_free(ctx);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g.dir);
+  run_cmd(cmd, NULL, 0);
+  return check_report("test_gpu_emit");
+}
