@@ -67,6 +67,8 @@ uj_cli_test(two_inputs ${ONE_ERROR} --stderr-re "^uopjit: more than one input"
   -- ${T} ${D}/index.uop -c "(CONST:int32 1)")
 uj_cli_test(help --stdout-has "usage: uopjit" --stdout-has "--no-simplify" -- ${T} --help)
 uj_cli_test(help_short --stdout-has "usage: uopjit" -- ${T} -h)
+uj_cli_test(help_run --stdout-has "uopjit run [run options]" --stdout-has "--emit=KIND"
+  --stdout-has "--arg SLOT=zeros:N" --stdout-has "UJ_DEBUG" -- ${T} --help)
 uj_cli_test(version --stdout "uopjit ${PROJECT_VERSION}" -- ${T} --version)
 
 # ---- the prompt (-i forces it on a non-terminal stdin) ----
@@ -82,7 +84,199 @@ uj_cli_test(repl_eof --stdin ${D}/index.uop --stdout-has "(SINK (DEFINE_VAR:int3
   --stderr-empty -- ${T} -i)
 uj_cli_test(repl_with_file ${ONE_ERROR} --stderr-re "^uopjit: -i reads from stdin" -- ${T} -i ${D}/index.uop)
 
+# ---- --emit: the stages of a kernel (uj_emit), --arch ----
+set(K ${D}/kernel_add.uop)
+uj_cli_test(emit_uops --stdout-file ${D}/index.out --stderr-empty -- ${T} --emit=uops ${D}/index.uop)
+uj_cli_test(emit_ir --stdout-has "define void @kernel(" --stdout-has "fadd float" --stderr-empty
+  -- ${T} --emit=ir ${K})
+uj_cli_test(emit_ir_opt --stdout-has "define void @kernel(" --stderr-empty -- ${T} --emit=ir-opt ${K})
+uj_cli_test(emit_ir_gpu --stdout-has "target triple = \"nvptx64-nvidia-cuda\"" --stdout-has "@kernel("
+  -- ${T} --emit=ir --arch=sm_80 ${K})
+uj_cli_test(emit_asm --stdout-has "kernel:" --stderr-empty -- ${T} --emit=asm ${K})
+uj_cli_test(emit_ptx --stdout-has ".visible .entry kernel(" --stdout-has ".target sm_90" --stderr-empty
+  -- ${T} --emit=ptx ${K})
+uj_cli_test(emit_ptx_arch --stdout-has ".visible .entry kernel(" --stdout-has ".target sm_80"
+  -- ${T} --emit ptx --arch sm_80 ${K})
+uj_cli_test(emit_amdgcn --stdout-has ".amdhsa_kernel kernel" --stdout-has "gfx942" --stderr-empty
+  -- ${T} --emit=amdgcn --arch=gfx942 ${K})
+uj_cli_test(emit_hsaco_file --rm ${OUT}/k.hsaco --stdout-empty --stderr-empty --file-head ${OUT}/k.hsaco 7f454c46
+  -- ${T} --emit=hsaco --arch=gfx1100 -o ${OUT}/k.hsaco ${K})
+uj_cli_test(emit_hsaco_pipe --stdout-has "ELF" --stderr-empty
+  -- sh -c "'${T}' --emit=hsaco '${K}' | cat")
+uj_cli_test(emit_to_file --rm ${OUT}/k.ll --stdout-has "define void @kernel("
+  -- sh -c "'${T}' --emit=ir -o '${OUT}/k.ll' '${K}' && cat '${OUT}/k.ll'")
+find_program(UJ_SCRIPT script) # util-linux script: runs a command on a terminal
+if(UJ_SCRIPT)
+  uj_cli_test(emit_hsaco_terminal --status 1 --stdout-has "give -o FILE or pipe stdout"
+    -- ${UJ_SCRIPT} -qec "'${T}' --emit=hsaco '${K}'" /dev/null)
+endif()
+uj_cli_test(emit_not_kernel ${ONE_ERROR}
+  --stderr-re "^uopjit: <command line>: ptx: kernel: the root is a ADD, not a SINK, END or STORE$"
+  -- ${T} --emit=ptx -c "(ADD (DEFINE_VAR:int32 x 0 15) (CONST:int32 1))")
+uj_cli_test(emit_unknown ${ONE_ERROR}
+  --stderr-re "^uopjit: unknown --emit kind 'frob' \\(known: uops, ir, ir-opt, asm, ptx, amdgcn, hsaco\\)$"
+  -- ${T} --emit=frob ${K})
+uj_cli_test(emit_no_value ${ONE_ERROR} --stderr-re "^uopjit: option '--emit' needs an argument$" -- ${T} --emit)
+uj_cli_test(arch_unknown_ptx ${ONE_ERROR}
+  --stderr-re "^uopjit: .*/kernel_add\\.uop: ptx: unknown nvptx arch 'sm_70' \\(known: .*sm_80.*\\)$"
+  -- ${T} --emit=ptx --arch=sm_70 ${K})
+uj_cli_test(arch_unknown_amdgcn ${ONE_ERROR}
+  --stderr-re "^uopjit: .*: amdgcn: unknown amdgpu arch 'gfx1' \\(known: .*gfx942.*\\)$"
+  -- ${T} --emit=amdgcn --arch=gfx1 ${K})
+uj_cli_test(arch_wrong_gpu ${ONE_ERROR} --stderr-re "^uopjit: .*: ptx: unknown nvptx arch 'gfx90a'"
+  -- ${T} --emit=ptx --arch=gfx90a ${K})
+uj_cli_test(arch_unknown_ir ${ONE_ERROR} --stderr-re "^uopjit: .*: ir: .*unknown arch 'x86'$"
+  -- ${T} --emit=ir --arch=x86 ${K})
+uj_cli_test(arch_without_emit ${ONE_ERROR} --stderr-re "^uopjit: --arch needs --emit=ir, ir-opt, ptx, amdgcn or hsaco$"
+  -- ${T} --arch=sm_80 ${K})
+uj_cli_test(arch_asm ${ONE_ERROR} --stderr-re "^uopjit: --arch does not apply to --emit=asm"
+  -- ${T} --emit=asm --arch=sm_80 ${K})
+
+# ---- the prompt: --emit, and :ir, :ptx... on the last program ----
+uj_cli_test(repl_emit_commands --stdin ${D}/repl_emit.in
+  --stdout-has "define void @kernel(" --stdout-has "kernel:" --stdout-has ".target sm_80"
+  --stdout-has ".visible .entry kernel(" --stdout-has ".amdhsa_kernel kernel" --stdout-has "gfx942"
+  --stdout-has "(STORE (INDEX:float32* (PARAM:float32* 0) %0) (CONST:float32 1.0))"
+  --stderr-re "^uopjit: no program yet: enter one, then ':ir'$"
+  --stderr-re "^uopjit: ':hsaco' makes a binary: use uopjit --emit=hsaco -o FILE$"
+  --stderr-re "^uopjit: <stdin>: ptx: unknown nvptx arch 'sm_70'"
+  --stderr-re "^uopjit: ':ptx' takes at most one argument, an arch$"
+  --stderr-re "^uopjit: <stdin>:1:2: unknown op 'FROB'$" --stderr-lines 5
+  -- ${T} -i)
+uj_cli_test(repl_emit_option --stdin ${K} --stdout-has "uj> " --stdout-has ".visible .entry kernel("
+  --stderr-empty -- ${T} -i --emit=ptx)
+uj_cli_test(repl_hsaco ${ONE_ERROR} --stderr-re "^uopjit: --emit=hsaco writes a binary: not at the prompt"
+  -- ${T} -i --emit=hsaco)
+
+# ---- run: buffers, variables, results ----
+uj_cli_test(run --stdout "0=2.0,3.0,4.0,5.5" --stderr-empty
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4.5 --var n=4)
+uj_cli_test(run_equals_form --stdout "0=2.0,3.0,4.0,5.5"
+  -- ${T} run ${K} --arg=0=zeros:4 --arg=1=1,2,3,4.5 --var=n=4)
+uj_cli_test(run_fewer_steps --stdout "0=2.0,3.0,0.0,0.0"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --var n=2)
+uj_cli_test(run_print --stdout "1=0.5,1.5,-2.0,1e-45\n0=1.5,2.5,-1.0,1.0"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=file:${D}/f32x4.bin --var n=4 --print 1 --print 0)
+uj_cli_test(run_stdin --stdin ${K} --stdout "0=1.0" -- ${T} run --arg 0=zeros:1 --arg 1=0 --var n=1)
+uj_cli_test(run_command_line --stdout "0=7"
+  -- ${T} run -c "(STORE (PARAM:int32* 0) (CONST:int32 7))" --arg 0=zeros:1)
+set(TYPES_ARGS --var n=4 --arg 0=zeros:4 --arg 1=-128,127,0,-1
+  --arg 2=zeros:4 --arg 3=18446744073709551615,0,1,9223372036854775808
+  --arg 4=zeros:4 --arg 5=0.1,65504,1e-7,-inf --arg 6=zeros:4 --arg 7=3.14,nan,-0.0,1e38
+  --arg 8=zeros:4 --arg 9=true,false,1,0 --arg 10=zeros:4 --arg 11=0.1,0.2,0x1p-3,nan --arg 12=0.5
+  --arg 13=zeros:4 --arg 14=1,2,3,4,5,6,7,8.25)
+uj_cli_test(run_types --stdout-file ${D}/types_run.out --stderr-empty -- ${T} run ${D}/kernel_types.uop ${TYPES_ARGS})
+uj_cli_test(run_output_file --rm ${OUT}/run.txt --stdout-empty --stderr-empty --file ${OUT}/run.txt "0=2.0"
+  -- ${T} run ${K} --arg 0=zeros:1 --arg 1=1 --var n=1 -o ${OUT}/run.txt)
+uj_cli_test(run_save --rm ${OUT}/y.bin --stdout-empty --stderr-empty --file-head ${OUT}/y.bin 0000c03f0000204000000040
+  -- ${T} run ${K} --arg 0=zeros:3 --arg 1=0.5,1.5,1 --var n=3 --save 0=${OUT}/y.bin)
+uj_cli_test(run_gated --stdout "0=-1,10,20,30" -- ${T} run ${D}/kernel_gated.uop --arg 0=zeros:4 --arg 1=10,20,30,40 --var n=4)
+uj_cli_test(run_no_bounds_check --stdout "0=30.0,10.0,20.0"
+  -- ${T} run ${D}/kernel_gather.uop --arg 0=zeros:3 --arg 1=10,20,30 --arg 2=2,0,1 --var n=3 --no-bounds-check)
+
+# ---- run: every error is one line, nothing on stdout, status 1 ----
+uj_cli_test(run_no_arg ${ONE_ERROR} --stderr-re "^uopjit: PARAM 1 \\(float32\\*\\) has no buffer: give --arg 1=\\.\\.\\.$"
+  -- ${T} run ${K} --arg 0=zeros:4 --var n=4)
+uj_cli_test(run_arg_syntax ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 0: expected SLOT=V,V,\\.\\.\\., SLOT=zeros:N or SLOT=file:PATH$"
+  -- ${T} run ${K} --arg 0)
+uj_cli_test(run_arg_slot ${ONE_ERROR} --stderr-re "^uopjit: --arg x=1: 'x' is not a PARAM slot number$"
+  -- ${T} run ${K} --arg x=1)
+uj_cli_test(run_arg_unknown_slot ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 2=1: the kernel has no PARAM 2 \\(its PARAMs: 0, 1\\)$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --arg 2=1 --var n=4)
+uj_cli_test(run_arg_twice ${ONE_ERROR} --stderr-re "^uopjit: --arg 0=zeros:2: PARAM 0 is given twice$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 0=zeros:2)
+uj_cli_test(run_bad_value ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 1=1,2,x,4: value 3: expected a number but found 'x'$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,x,4 --var n=4)
+uj_cli_test(run_empty_value ${ONE_ERROR} --stderr-re "^uopjit: --arg 1=1,,3: value 2: empty$"
+  -- ${T} run ${K} --arg 0=zeros:3 --arg 1=1,,3 --var n=3)
+uj_cli_test(run_value_range ${ONE_ERROR} --stderr-re "^uopjit: --arg 1=1,128: value 2: 128 out of range for int8$"
+  -- ${T} run ${D}/kernel_types.uop --arg 1=1,128)
+uj_cli_test(run_value_unsigned ${ONE_ERROR} --stderr-re "^uopjit: --arg 3=-1: value 1: -1 out of range for uint64$"
+  -- ${T} run ${D}/kernel_types.uop --arg 3=-1)
+uj_cli_test(run_value_bool ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 9=2: value 1: expected true or false but found '2'$"
+  -- ${T} run ${D}/kernel_types.uop --arg 9=2)
+uj_cli_test(run_value_int ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 1=1.5: value 1: expected an integer but found '1\\.5'$"
+  -- ${T} run ${D}/kernel_types.uop --arg 1=1.5)
+uj_cli_test(run_lanes ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 14=1,2,3: an element of float32x2 is 2 values: give a multiple of 2 values, not 3$"
+  -- ${T} run ${D}/kernel_types.uop --arg 14=1,2,3)
+uj_cli_test(run_value_param ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 12=1,2: PARAM 12 is a float64 value, not a buffer: give exactly 1 value, not 2$"
+  -- ${T} run ${D}/kernel_types.uop --arg 12=1,2)
+uj_cli_test(run_zeros_count ${ONE_ERROR} --stderr-re "^uopjit: --arg 0=zeros:-4: '-4' is not a count$"
+  -- ${T} run ${K} --arg 0=zeros:-4)
+uj_cli_test(run_file_missing ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 1=file:.*: cannot read '.*/missing\\.bin': No such file or directory$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=file:${D}/missing.bin)
+uj_cli_test(run_file_size ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 1=file:.*: 3 bytes is not a whole number of float32 elements \\(4 bytes each\\)$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=file:${D}/three.bin)
+uj_cli_test(run_too_few ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 0=zeros:3: PARAM 0 holds 3 float32 elements, but the kernel may access elements 0 to 3 "
+  -- ${T} run ${K} --arg 0=zeros:3 --arg 1=1,2,3,4 --var n=4)
+uj_cli_test(run_unknown_bounds ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 1=10,20,30: PARAM 1 holds 3 float32 elements, but the kernel may access elements -2147483648 to 2147483647 \\(--no-bounds-check"
+  -- ${T} run ${D}/kernel_gather.uop --arg 0=zeros:3 --arg 1=10,20,30 --arg 2=2,0,1 --var n=3)
+uj_cli_test(run_no_var ${ONE_ERROR}
+  --stderr-re "^uopjit: variable n has no value: give --var n=INT \\(in \\[1, 1024\\]\\)$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4)
+uj_cli_test(run_var_unknown ${ONE_ERROR}
+  --stderr-re "^uopjit: --var m=1: the kernel has no variable 'm' \\(its variables: n\\)$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --var m=1)
+uj_cli_test(run_var_range ${ONE_ERROR} --stderr-re "^uopjit: --var n=0: n must be in \\[1, 1024\\]$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --var n=0)
+uj_cli_test(run_var_int ${ONE_ERROR} --stderr-re "^uopjit: --var n=4x: '4x' is not an integer$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --var n=4x)
+uj_cli_test(run_var_syntax ${ONE_ERROR} --stderr-re "^uopjit: --var n: expected NAME=INT$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --var n)
+uj_cli_test(run_var_twice ${ONE_ERROR} --stderr-re "^uopjit: --var n=2: n is given twice$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --var n=4 --var n=2)
+uj_cli_test(run_print_unknown ${ONE_ERROR}
+  --stderr-re "^uopjit: --print 5: the kernel has no PARAM 5 \\(its PARAMs: 0, 1\\)$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --var n=4 --print 5)
+uj_cli_test(run_save_syntax ${ONE_ERROR} --stderr-re "^uopjit: --save 0: expected SLOT=FILE$"
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --var n=4 --save 0)
+uj_cli_test(run_save_unwritable ${ONE_ERROR} --stderr-re "^uopjit: cannot write '.*/no/such/dir/y\\.bin': "
+  -- ${T} run ${K} --arg 0=zeros:4 --arg 1=1,2,3,4 --var n=4 --save 0=${OUT}/no/such/dir/y.bin)
+uj_cli_test(run_not_kernel ${ONE_ERROR}
+  --stderr-re "^uopjit: <command line>: kernel: the root is a DEFINE_VAR, not a SINK, END or STORE$"
+  -- ${T} run -c "(DEFINE_VAR:int32 x 0 15)")
+uj_cli_test(run_parse_error ${ONE_ERROR} --stderr-re "^uopjit: .*/parse_error\\.uop:4:1: unexpected end of input"
+  -- ${T} run ${D}/parse_error.uop)
+uj_cli_test(run_unreadable ${ONE_ERROR} --stderr-re "^uopjit: cannot read '.*/missing\\.uop': No such file or directory$"
+  -- ${T} run ${D}/missing.uop)
+uj_cli_test(run_only_option ${ONE_ERROR} --stderr-re "^uopjit: option '--arg' is for 'uopjit run'" -- ${T} --arg 0=1 ${K})
+uj_cli_test(run_not_option ${ONE_ERROR} --stderr-re "^uopjit: option '--emit' does not apply to 'uopjit run'$"
+  -- ${T} run --emit=ir ${K})
+if(UJ_SCRIPT)
+  uj_cli_test(run_terminal --status 1 --stdout-has "run: give the kernel as FILE, -c TEXT or '-' (stdin)"
+    -- ${UJ_SCRIPT} -qec "'${T}' run --arg 0=1" /dev/null)
+endif()
+
+# ---- UJ_DEBUG: the library reports on stderr; stdout stays the same ----
+set(RUN_ADD ${T} run ${K} --arg 0=zeros:2 --arg 1=1,2 --var n=2)
+uj_cli_test(debug_1 --stdout "0=2.0,3.0"
+  --stderr-re "^UJ_DEBUG: kernel: compiled in [0-9.]+ ms$" --stderr-re "^UJ_DEBUG: kernel: ran in [0-9.]+ ms$"
+  --stderr-lines 2 -- env UJ_DEBUG=1 ${RUN_ADD})
+uj_cli_test(debug_2 --stdout "0=2.0,3.0" --stderr-re "^UJ_DEBUG: UOps of kernel" --stderr-re "compiled in"
+  -- env UJ_DEBUG=2 ${RUN_ADD})
+uj_cli_test(debug_3 --stdout "0=2.0,3.0" --stderr-re "^UJ_DEBUG: LLVM IR of kernel" --stderr-re "define void @kernel"
+  -- env UJ_DEBUG=3 ${RUN_ADD})
+uj_cli_test(debug_4 --stdout "0=2.0,3.0" --stderr-re "^UJ_DEBUG: optimized LLVM IR of kernel" --stderr-re "compiled in"
+  -- env UJ_DEBUG=4 ${RUN_ADD})
+uj_cli_test(debug_emit --stdout-has ".visible .entry kernel(" --stderr-re "^UJ_DEBUG: UOps of kernel:$"
+  --stderr-re "^UJ_DEBUG: LLVM IR of kernel:$" -- env UJ_DEBUG=3 ${T} --emit=ptx ${K})
+uj_cli_test(debug_0 --stdout "0=2.0,3.0" --stderr-empty -- env UJ_DEBUG=0 ${RUN_ADD})
+
 unset(D)
 unset(T)
 unset(OUT)
 unset(ONE_ERROR)
+unset(K)
+unset(TYPES_ARGS)
+unset(RUN_ADD)

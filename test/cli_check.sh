@@ -14,6 +14,8 @@
 #   --stderr-empty      stderr must be empty
 #   --stderr-lines N    stderr must have N lines
 #   --file PATH TEXT    after the run, file PATH must hold TEXT
+#   --file-head PATH HEX  after the run, file PATH must start with the bytes
+#                       HEX (lower-case hex digits, "7f454c46" for ELF)
 #   --rm PATH           remove PATH before the run
 # On failure it prints what was expected and what came, and exits 1.
 set -u
@@ -35,7 +37,7 @@ while [ "$#" -gt 0 ]; do
     --stdout | --stdout-file | --stdout-has | --stdout-lacks | --stderr-re | --stderr-lines)
       checks+=("$1" "$2" ""); shift 2 ;;
     --stdout-empty | --stderr-empty) checks+=("$1" "" ""); shift ;;
-    --file) checks+=("$1" "$2" "$3"); shift 3 ;;
+    --file | --file-head) checks+=("$1" "$2" "$3"); shift 3 ;;
     --rm) rm -f "$2"; shift 2 ;;
     --) shift; break ;;
     *) echo "cli_check.sh: unknown option $1" >&2; exit 2 ;;
@@ -47,6 +49,8 @@ got=$?
 
 # equal_text WANT FILE: FILE holds WANT, trailing newlines aside.
 equal_text() { [ "$(cat "$2")" = "$1" ]; }
+# head_hex HEX FILE: FILE starts with the bytes HEX.
+head_hex() { [ "$(head -c $((${#1} / 2)) "$2" | od -An -v -tx1 | tr -d ' \n')" = "$1" ]; }
 
 [ "$got" -eq "$status" ] || fail "exit status $got, want $status"
 for ((i = 0; i < ${#checks[@]}; i += 3)); do
@@ -61,6 +65,7 @@ for ((i = 0; i < ${#checks[@]}; i += 3)); do
     --stderr-empty) [ ! -s "$err" ] || fail "stderr is not empty" ;;
     --stderr-lines) [ "$(wc -l <"$err")" -eq "$a" ] || fail "stderr has not $a lines" ;;
     --file) { [ -f "$a" ] && equal_text "$b" "$a"; } || fail "file $a does not hold: $b" ;;
+    --file-head) { [ -f "$a" ] && head_hex "$b" "$a"; } || fail "file $a does not start with bytes $b" ;;
   esac
 done
 

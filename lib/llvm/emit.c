@@ -21,7 +21,7 @@ static bool emit_target(Ctx *ctx, uj_emit_kind kind, const char *arch, Target *t
   else if (kind == UJ_EMIT_AMDGCN || kind == UJ_EMIT_HSACO) tk = TARGET_AMDGPU;
   else if (arch && strncmp(arch, "sm_", 3) == 0) tk = TARGET_NVPTX;
   else if (arch && strncmp(arch, "gfx", 3) == 0) tk = TARGET_AMDGPU;
-  else if (arch && kind != UJ_EMIT_ASM) return ctx_set_error(ctx, "emit: unknown arch '%s'", arch), false;
+  else if (arch) return ctx_set_error(ctx, "emit: unknown arch '%s'", arch), false;
   return target_init(ctx, tk, tk == TARGET_CPU ? NULL : arch, t);
 }
 

@@ -1,25 +1,25 @@
-/* main.c — the uopjit command-line tool.
+/* main.c — the uopjit command-line tool: options, then one of three modes.
  *
- * In: one program in the IR text form (docs/text-form.md) from a FILE
- * argument, from `-c TEXT`, or from stdin. It is parsed, checked against
- * the op table, simplified (unless --no-simplify) and printed in canonical
- * text form to stdout (or to `-o FILE`). On a terminal with no input given,
- * or with -i, it is a prompt (`uj> `) that does the same for each entry.
+ * In: argv. `uopjit [options] [FILE | -c TEXT]` reads one program in the IR
+ * text form (docs/text-form.md) from FILE, TEXT or stdin; it is parsed,
+ * checked against the op table and printed to stdout (or `-o FILE`) as
+ * --emit says: simplified UOps (the default), or a stage that uj_emit makes
+ * of a kernel (LLVM IR, assembly, PTX, AMDGCN, an HSA code object). On a
+ * terminal with no input given, or with -i, it is a prompt (repl.c).
+ * `uopjit run ...` compiles a kernel for this CPU and runs it (run.c).
+ * docs/tool.md describes it all.
  *
  * Errors (bad text, a graph that breaks the op table, an unreadable file,
  * a bad option) print one line `uopjit: ...` on stderr, nothing on stdout,
  * and exit with status 1. Every path frees what it allocated. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "uopjit/uopjit.h"
+#include "tool.h"
 
 #ifndef UJ_VERSION /* set by CMakeLists.txt from the project version */
 #define UJ_VERSION "unknown"
@@ -27,39 +27,42 @@
 
 static const char usage_text[] =
     "usage: uopjit [options] [FILE | -c TEXT]\n"
+    "       uopjit run [run options] [FILE | -c TEXT]\n"
     "\n"
     "Reads a program in the uopjit IR text form (from FILE, TEXT, or stdin),\n"
-    "checks it, simplifies it and prints the result.\n"
+    "checks it, simplifies it and prints the result, or a stage of its\n"
+    "compilation (--emit). `uopjit run` compiles a kernel for this CPU, runs\n"
+    "it on the buffers given and prints them.\n"
     "\n"
     "  -c TEXT          read the program from TEXT\n"
     "  -o FILE          write the result to FILE instead of stdout\n"
+    "  --emit=KIND      what to print: uops (default; the simplified UOps),\n"
+    "                   or of a kernel: ir, ir-opt (LLVM IR before and after\n"
+    "                   optimization), asm (this CPU's assembly), ptx, amdgcn,\n"
+    "                   hsaco (an AMD code object: binary, needs -o or a pipe)\n"
+    "  --arch=ARCH      the GPU for --emit: sm_80 .. sm_90a (ptx; default sm_90),\n"
+    "                   gfx90a, gfx942, gfx1100... (amdgcn, hsaco; default\n"
+    "                   gfx90a); with ir or ir-opt, IR for that GPU\n"
     "  --no-simplify    only check the program and print its canonical form\n"
     "  -i               interactive prompt, even when stdin is not a terminal\n"
     "  -h, --help       print this help\n"
     "  --version        print the version\n"
     "\n"
-    "FILE '-' is stdin. With no input and stdin a terminal, uopjit prompts.\n";
+    "run options (each may repeat):\n"
+    "  --arg SLOT=V,V,...    PARAM SLOT gets these values, CONST literals of its\n"
+    "                        dtype (1.5, -inf, 7, true); a value PARAM takes one\n"
+    "  --arg SLOT=zeros:N    PARAM SLOT gets N elements, all zero\n"
+    "  --arg SLOT=file:PATH  PARAM SLOT gets the raw bytes of PATH\n"
+    "  --var NAME=INT        the value of DEFINE_VAR NAME\n"
+    "  --print SLOT          print buffer SLOT after the run, as SLOT=V,V,...\n"
+    "                        (default: every buffer the kernel stores to)\n"
+    "  --save SLOT=FILE      write buffer SLOT's raw bytes to FILE after the run\n"
+    "  --no-bounds-check     run even when an access may fall outside its buffer\n"
+    "\n"
+    "FILE '-' is stdin. With no input and stdin a terminal, uopjit prompts.\n"
+    "UJ_DEBUG=1..4 in the environment makes the library report on stderr.\n";
 
-static const char repl_help[] =
-    "Type a program in the text form, e.g.\n"
-    "  (ADD (DEFINE_VAR:int32 x 0 15) (CONST:int32 0))\n"
-    "An entry may span lines and start with bindings (%x = ...); it ends\n"
-    "with the root expression, once its parentheses balance. Commands:\n"
-    "  :help   this text\n"
-    "  :quit   leave (so does end of input)\n";
-
-typedef struct Options {
-  const char *file; /* input file, "-" for stdin, or NULL */
-  const char *text; /* -c TEXT, or NULL */
-  const char *out;  /* -o FILE, or NULL for stdout */
-  bool simplify;
-  bool interactive;
-  bool help, version;
-} Options;
-
-/* One line on stderr: "uopjit: " and the message. */
-static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void report(const char *fmt, ...) {
+void report(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fputs("uopjit: ", stderr);
@@ -70,7 +73,27 @@ static void report(const char *fmt, ...) {
 
 /* ---- options ---- */
 
-static bool options_take_input(Options *o, const char *file, const char *text) {
+/* Where an option may appear: in both modes, only after `run`, not there. */
+typedef enum OptionMode { MODE_ANY, MODE_RUN, MODE_NOT_RUN } OptionMode;
+
+/* What an option does with the Options field at its offset. */
+typedef enum OptionKind {
+  OPT_FLAG,   /* sets a bool to flag_value */
+  OPT_STRING, /* sets a const char * to its value */
+  OPT_LIST,   /* appends its value to an OptionList */
+  OPT_CALL,   /* calls take with its value */
+} OptionKind;
+
+typedef struct OptionSpec {
+  const char *name;
+  OptionMode mode;
+  OptionKind kind;
+  size_t field; /* offsetof in Options */
+  bool flag_value;
+  bool (*take)(Options *o, const char *value);
+} OptionSpec;
+
+static bool take_input(Options *o, const char *file, const char *text) {
   if (o->file || o->text) {
     report("more than one input given (see uopjit --help)");
     return false;
@@ -80,237 +103,151 @@ static bool options_take_input(Options *o, const char *file, const char *text) {
   return true;
 }
 
-/* The value of an option that takes one (argv[*i + 1]); NULL when missing. */
-static const char *options_value(int argc, char **argv, int *i) {
-  if (*i + 1 >= argc) {
-    report("option '%s' needs an argument", argv[*i]);
-    return NULL;
+static bool take_c(Options *o, const char *v) { return take_input(o, NULL, v); }
+
+static bool take_emit(Options *o, const char *v) {
+  char known[128];
+  o->emit = job_emit_kind(v);
+  if (o->emit == -2)
+    report("unknown --emit kind '%s' (known: %s)", v, job_emit_names(known, sizeof known));
+  return o->emit != -2;
+}
+
+#define FLAG(field, value) OPT_FLAG, offsetof(Options, field), value, NULL
+#define STRING(field)      OPT_STRING, offsetof(Options, field), false, NULL
+#define LIST(field)        OPT_LIST, offsetof(Options, run_opts.field), false, NULL
+#define CALL(take)         OPT_CALL, 0, false, take
+static const OptionSpec option_specs[] = {
+    {"-h", MODE_ANY, FLAG(help, true)},
+    {"--help", MODE_ANY, FLAG(help, true)},
+    {"--version", MODE_ANY, FLAG(version, true)},
+    {"-c", MODE_ANY, CALL(take_c)},
+    {"-o", MODE_ANY, STRING(out)},
+    {"--no-simplify", MODE_NOT_RUN, FLAG(simplify, false)},
+    {"-i", MODE_NOT_RUN, FLAG(interactive, true)},
+    {"--emit", MODE_NOT_RUN, CALL(take_emit)},
+    {"--arch", MODE_NOT_RUN, STRING(arch)},
+    {"--arg", MODE_RUN, LIST(args)},
+    {"--var", MODE_RUN, LIST(vars)},
+    {"--print", MODE_RUN, LIST(prints)},
+    {"--save", MODE_RUN, LIST(saves)},
+    {"--no-bounds-check", MODE_RUN, FLAG(run_opts.bounds_check, false)},
+};
+#undef FLAG
+#undef STRING
+#undef LIST
+#undef CALL
+
+/* The spec of argv[*i] (`--name VALUE`, `--name=VALUE`, `-c VALUE`), its
+ * value in *value; NULL when it is no option. */
+static const OptionSpec *option_find(const char *a, const char **value) {
+  for (size_t k = 0; k < sizeof option_specs / sizeof *option_specs; k++) {
+    const OptionSpec *s = &option_specs[k];
+    size_t n = strlen(s->name);
+    if (strncmp(a, s->name, n) != 0) continue;
+    if (a[n] == '\0') return *value = NULL, s;
+    if (a[n] == '=' && s->kind != OPT_FLAG && s->name[1] == '-') return *value = a + n + 1, s;
   }
-  return argv[++*i];
+  return NULL;
+}
+
+static bool option_take(Options *o, const OptionSpec *s, int argc, char **argv, int *i,
+                        const char *value) {
+  if (s->mode == MODE_RUN && !o->run) {
+    report("option '%s' is for 'uopjit run' (see uopjit --help)", s->name);
+    return false;
+  }
+  if (s->mode == MODE_NOT_RUN && o->run) {
+    report("option '%s' does not apply to 'uopjit run'", s->name);
+    return false;
+  }
+  char *field = (char *)o + s->field;
+  if (s->kind == OPT_FLAG) return (*(bool *)field = s->flag_value), true;
+  if (!value && *i + 1 >= argc) {
+    report("option '%s' needs an argument", s->name);
+    return false;
+  }
+  if (!value) value = argv[++*i];
+  if (s->kind == OPT_STRING) return (*(const char **)field = value), true;
+  if (s->kind == OPT_CALL) return s->take(o, value);
+  OptionList *list = (OptionList *)field;
+  list->items[list->n++] = value;
+  return true;
 }
 
 static bool options_parse(int argc, char **argv, Options *o) {
-  *o = (Options){.simplify = true};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) o->help = true;
-    else if (!strcmp(a, "--version")) o->version = true;
-    else if (!strcmp(a, "--no-simplify")) o->simplify = false;
-    else if (!strcmp(a, "-i")) o->interactive = true;
-    else if (!strcmp(a, "-o")) {
-      if (!(o->out = options_value(argc, argv, &i))) return false;
-    } else if (!strcmp(a, "-c")) {
-      if (!(v = options_value(argc, argv, &i)) || !options_take_input(o, NULL, v)) return false;
+  *o = (Options){.simplify = true, .emit = EMIT_UOPS, .run_opts.bounds_check = true};
+  int i = 1;
+  if (argc > 1 && !strcmp(argv[1], "run")) {
+    RunOptions *r = &o->run_opts;
+    o->run = true, i = 2;
+    /* one block for the four lists; each holds at most argc values */
+    const char **block = calloc(4 * (size_t)argc, sizeof *block);
+    if (!block) return report("out of memory"), false;
+    r->args.items = block, r->vars.items = block + argc;
+    r->prints.items = block + 2 * argc, r->saves.items = block + 3 * argc;
+  }
+  for (; i < argc; i++) {
+    const char *a = argv[i], *value;
+    const OptionSpec *s = option_find(a, &value);
+    if (s) {
+      if (!option_take(o, s, argc, argv, &i, value)) return false;
     } else if (a[0] == '-' && a[1] != '\0') {
       report("unknown option '%s' (see uopjit --help)", a);
       return false;
-    } else if (!options_take_input(o, a, NULL)) {
+    } else if (!take_input(o, a, NULL)) {
       return false;
     }
   }
   return true;
 }
 
-/* ---- reading and writing ---- */
-
-/* All of f, NUL-terminated and malloc'd; NULL on a read error (errno set). */
-static char *read_stream(FILE *f) {
-  size_t len = 0, cap = 4096;
-  char *buf = malloc(cap);
-  while (buf) {
-    len += fread(buf + len, 1, cap - len - 1, f);
-    if (ferror(f)) break;
-    if (feof(f)) {
-      buf[len] = '\0';
-      return buf;
-    }
-    char *grown = len + 1 == cap ? realloc(buf, cap *= 2) : buf;
-    if (!grown) break;
-    buf = grown;
-  }
-  free(buf);
-  return NULL;
+/* Combinations the options cannot have. */
+static bool options_check(const Options *o) {
+  bool stdin_tty = !o->file && !o->text && isatty(STDIN_FILENO);
+  if (o->interactive && (o->file || o->text)) report("-i reads from stdin: give no FILE or -c");
+  else if (o->arch && o->emit == EMIT_UOPS)
+    report("--arch needs --emit=ir, ir-opt, ptx, amdgcn or hsaco");
+  else if (o->arch && o->emit == UJ_EMIT_ASM)
+    report("--arch does not apply to --emit=asm (this CPU's assembly)");
+  else if (o->emit == UJ_EMIT_HSACO && (o->interactive || (!o->run && stdin_tty)))
+    report("--emit=hsaco writes a binary: not at the prompt (give FILE or -c)");
+  else if (o->emit == UJ_EMIT_HSACO && !o->out && isatty(STDOUT_FILENO))
+    report("--emit=hsaco writes a binary code object: give -o FILE or pipe stdout");
+  else if (o->run && stdin_tty) report("run: give the kernel as FILE, -c TEXT or '-' (stdin)");
+  else return true;
+  return false;
 }
 
-static char *read_path(const char *path) {
-  if (!strcmp(path, "-")) return read_stream(stdin);
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *text = read_stream(f);
-  int saved = errno;
-  fclose(f);
-  errno = saved;
-  return text;
-}
+static void options_free(Options *o) { free(o->run_opts.args.items); /* the block */ }
 
-/* Writes text and a final newline (if it has none) to f. */
-static bool write_text(FILE *f, const char *text) {
-  size_t n = strlen(text);
-  if (fwrite(text, 1, n, f) != n) return false;
-  return (n > 0 && text[n - 1] == '\n') || fputc('\n', f) != EOF;
-}
+/* ---- one program ---- */
 
-/* Writes the result to path, or to stdout when path is NULL. */
-static bool write_result(const char *path, const char *text) {
-  FILE *f = path ? fopen(path, "w") : stdout;
-  bool ok = f && write_text(f, text);
-  if (f) ok = (path ? fclose(f) : fflush(f)) == 0 && ok;
-  if (!ok) report("cannot write '%s': %s", path ? path : "<stdout>", strerror(errno));
-  return ok;
-}
-
-/* ---- the job: parse, check, simplify, print ---- */
-
-/* The printed result of one program, malloc'd; NULL after reporting why. */
-static char *process(const char *text, const char *where, bool simplify) {
-  uj_ctx *ctx = uj_ctx_new();
-  if (!ctx) {
-    report("out of memory");
-    return NULL;
-  }
-  char *result = NULL;
-  const uj_uop *root = uj_parse(ctx, text, where);
-  if (!root) /* the parser's message starts with where:line:col */
-    report("%s", uj_error(ctx));
-  else if (uj_check(ctx, root) != UJ_OK || (simplify && !(root = uj_simplify(ctx, root))))
-    report("%s: %s", where, uj_error(ctx));
-  else if (!(result = uj_print(ctx, root))) report("out of memory");
-  uj_ctx_free(ctx);
-  return result;
-}
-
-static int run_once(const Options *o) {
-  bool from_stdin = !o->text && (!o->file || !strcmp(o->file, "-"));
-  const char *where = o->text ? "<command line>" : from_stdin ? "<stdin>" : o->file;
-  char *text = o->text ? strdup(o->text) : read_path(from_stdin ? "-" : o->file);
-  if (!text) {
-    report("cannot read '%s': %s", where, strerror(errno));
-    return 1;
-  }
-  char *result = process(text, where, o->simplify);
-  bool ok = result && write_result(o->out, result);
-  free(result);
+static int main_once(const Options *o) {
+  const char *where;
+  char *text = io_read_input(o, &where);
+  if (!text) return 1;
+  Job job = {o->emit, o->arch, o->simplify};
+  Output out;
+  bool ok =
+      job_output(text, where, &job, &out) && io_write_output(o->out, out.data, out.len, out.binary);
+  free(out.data);
   free(text);
   return ok ? 0 : 1;
 }
 
-/* ---- the prompt ---- */
-
-/* p at an opening '"': the closing one, or (strings do not span lines)
- * the last byte before the end of the line or text. */
-static const char *skip_string(const char *p) {
-  for (p++; *p && *p != '"' && *p != '\n'; p++)
-    if (*p == '\\' && p[1] && p[1] != '\n') p++;
-  return *p == '"' ? p : p - 1;
-}
-
-/* p at the start of a word or %reference: its last byte. */
-static const char *skip_token(const char *p) {
-  for (p++; *p && !strchr(" \t\r\n()=;\"%", *p); p++) {}
-  return p - 1;
-}
-
-/* Whether an entry is a whole program: bindings (`%name = expr`), then a
- * root expression, with parentheses balanced. Comments (`;` to the end of
- * the line) and quoted names are skipped. Blanks alone are not a program. */
-static bool entry_complete(const char *s) {
-  long depth = 0;
-  bool want_rhs = false; /* after "%name =": a bound expression comes next */
-  bool in_rhs = false;   /* the top-level item being read is a bound one */
-  bool done = false;     /* the last top-level item was a root expression */
-  for (const char *p = s; *p; p++) {
-    char c = *p;
-    if (c == ';') p += strcspn(p, "\n") - 1; /* to the comment's last byte */
-    if (c == ';' || c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
-    if (c == '"') p = skip_string(p);
-    if (depth > 0) {
-      depth += (c == '(') - (c == ')');
-      if (depth == 0) done = !in_rhs;
-      continue;
-    }
-    if (c == ')') return true; /* unbalanced: let the parser say so */
-    if (c == '=') {
-      want_rhs = true, done = false;
-      continue;
-    }
-    in_rhs = want_rhs, want_rhs = false, done = !in_rhs;
-    if (c == '(') depth++, done = false;
-    else if (c != '"') p = skip_token(p);
-  }
-  return depth == 0 && done;
-}
-
-/* Whether s holds only blanks and comments. */
-static bool entry_blank(const char *s) {
-  for (s += strspn(s, " \t\r\n"); *s == ';'; s += strspn(s, " \t\r\n")) s += strcspn(s, "\n");
-  return *s == '\0';
-}
-
-/* Appends line to the entry *buf (length *len); false on no memory. */
-static bool entry_append(char **buf, size_t *len, const char *line) {
-  size_t n = strlen(line);
-  char *grown = realloc(*buf, *len + n + 1);
-  if (!grown) return false;
-  memcpy(grown + *len, line, n + 1);
-  *buf = grown;
-  *len += n;
-  return true;
-}
-
-static bool is_command(const char *entry, const char *name) {
-  size_t n = strlen(name);
-  return !strncmp(entry, name, n) && entry[n + strspn(entry + n, " \t\r\n")] == '\0';
-}
-
-/* Handles one complete entry: a command or a program. False on :quit. */
-static bool repl_entry(const Options *o, const char *entry) {
-  entry += strspn(entry, " \t\r\n");
-  if (is_command(entry, ":quit") || is_command(entry, ":q")) return false;
-  if (is_command(entry, ":help")) {
-    fputs(repl_help, stdout);
-  } else if (entry[0] == ':') {
-    report("unknown command '%.*s' (try :help)", (int)strcspn(entry, " \t\r\n"), entry);
-  } else {
-    char *result = process(entry, "<stdin>", o->simplify);
-    if (result) write_text(stdout, result);
-    free(result);
-  }
-  return true;
-}
-
-/* The prompt: reads entries from stdin until :quit or end of input. */
-static int run_repl(const Options *o) {
-  char *line = NULL, *entry = NULL;
-  size_t line_cap = 0, len = 0;
-  bool going = true;
-  printf("uopjit %s: type :help for help, :quit to leave\n", UJ_VERSION);
-  while (going) {
-    fputs(len ? "... " : "uj> ", stdout);
-    fflush(stdout);
-    if (getline(&line, &line_cap, stdin) < 0) break;
-    if (!entry_append(&entry, &len, line)) break;
-    if (entry_blank(entry)) len = 0;
-    else if (entry[strspn(entry, " \t")] == ':' || entry_complete(entry)) {
-      going = repl_entry(o, entry);
-      len = 0;
-    }
-  }
-  if (going && len > 0) repl_entry(o, entry); /* an entry cut by end of input */
-  if (going) putchar('\n');
-  free(line);
-  free(entry);
-  return 0;
+static int main_mode(const Options *o) {
+  if (o->help) return fputs(usage_text, stdout) == EOF;
+  if (o->version) return printf("uopjit %s\n", UJ_VERSION) < 0;
+  if (!options_check(o)) return 1;
+  if (o->run) return run_main(o);
+  bool prompt = o->interactive || (!o->file && !o->text && isatty(STDIN_FILENO));
+  return prompt ? repl_main(o) : main_once(o);
 }
 
 int main(int argc, char **argv) {
   Options o;
-  if (!options_parse(argc, argv, &o)) return 1;
-  if (o.help) return fputs(usage_text, stdout) == EOF;
-  if (o.version) return printf("uopjit %s\n", UJ_VERSION) < 0;
-  if (o.interactive && (o.file || o.text)) {
-    report("-i reads from stdin: give no FILE or -c");
-    return 1;
-  }
-  bool prompt = o.interactive || (!o.file && !o.text && isatty(STDIN_FILENO));
-  return prompt ? run_repl(&o) : run_once(&o);
+  int status = options_parse(argc, argv, &o) ? main_mode(&o) : 1;
+  options_free(&o);
+  return status;
 }
