@@ -34,6 +34,7 @@ main() {
     failed+=(build)
   # halt_on_error: the first report fails the test; detect_leaks: LSan on.
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1} \
+  LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/test/lsan.supp:print_suppressions=0} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   run_suite build-san -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1" \
     -DUJ_SANITIZE=ON -- "$@" || failed+=(build-san)
