@@ -43,24 +43,9 @@ static int run_cmd(const char *cmd, char *out, size_t size) {
 
 /* Each kernel's PTX and code object go to files k<N>.ptx, k<N>.hsaco in
  * the run's directory; the tools check them all at the end, in batches. */
-/* float64 EXP2/LOG2/SIN on a GPU become polynomials (transcendental.c),
- * which cannot yet be built for vectors: those kernels must be refused
- * with that message, on both targets. */
-static bool refused_vector_f64(Ctx *ctx, const CorpusKernel *k) {
-  DType d = k->bufs.dtype[0];
-  if (!k->transcendental || d.scalar != UJ_FLOAT64 || d.lanes == 1) return false;
-  for (int kind = UJ_EMIT_PTX; kind <= UJ_EMIT_HSACO; kind++) {
-    char *out = uj_emit(ctx, k->kernel, (uj_emit_kind)kind, NULL, NULL);
-    CHECK(!out && strstr(uj_error(ctx), "vector dtypes need a broadcast op"), "%s: %s", k->what, uj_error(ctx));
-    free(out);
-  }
-  return true;
-}
-
 static void emit_one(Ctx *ctx, const CorpusKernel *k, void *user) {
   GpuRun *g = user;
   char path[300];
-  if (refused_vector_f64(ctx, k)) return;
   size_t len = 0;
   char *ptx = uj_emit(ctx, k->kernel, UJ_EMIT_PTX, "sm_90", &len);
   CHECK(ptx && strstr(ptx, ".visible .entry kernel("), "%s: PTX: %s", k->what, ptx ? "no entry" : uj_error(ctx));

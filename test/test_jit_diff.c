@@ -1,7 +1,10 @@
 /* test_jit_diff.c — the kernel corpus (kernel_corpus.h) through the CPU JIT,
  * diffed with the reference evaluator: bit-exact, except EXP2/LOG2/SIN
  * (libm; 2 ulps allowed, docs/semantics.md). Also: loops with a variable
- * bound, nested loops, gated loads and stores, value PARAMs. */
+ * bound, nested loops, gated loads and stores, value PARAMs; VECTORIZE and
+ * GEP; the polynomial EXP2/LOG2/SIN of GPUs (lib/codegen) compiled for the
+ * CPU, bit-exact against the evaluator of the same polynomial. */
+#include "codegen/transcendental.h"
 #include "kernel_corpus.h"
 
 static void diff_one(Ctx *ctx, const CorpusKernel *k, void *user) {
@@ -19,7 +22,68 @@ static void test_corpus(void) {
   uj_ctx_free(ctx);
 }
 
+/* Kernels from text, on float32 buffers of 16 elements at slots 0..2. */
+static void diff_text(Ctx *ctx, const char *text, const char *what, const char *const *names, const int64_t *vars,
+                      size_t nvars) {
+  const UOp *k = uj_parse(ctx, text, what);
+  CHECK(k != NULL, "%s: %s", what, uj_error(ctx));
+  if (!k) return;
+  JitBuffers b = {.n = 3};
+  for (int i = 0; i < 3; i++) {
+    b.dtype[i] = dt_scalar(UJ_FLOAT32), b.count[i] = 16;
+    float *f = malloc(16 * sizeof *f);
+    for (int j = 0; j < 16; j++) f[j] = (float)(i * 100 + j) - 7.5f;
+    b.init[i] = (unsigned char *)f;
+  }
+  jit_vs_eval(ctx, k, &b, names, vars, nvars, 0, what);
+  for (int i = 0; i < 3; i++) free(b.init[i]);
+}
+
+static void test_structures(Ctx *ctx) {
+  static const char *const n_name[] = {"n"};
+  static const int64_t n_values[] = {0, 1, 5, 16};
+  const char *var_loop = "%i = (RANGE loop 0 (DEFINE_VAR:int32 n 0 16))\n"
+                         "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (MUL (LOAD (INDEX (PARAM:float32* 1) %i)) "
+                         "(CONST:float32 3.0)))))";
+  for (int i = 0; i < 4; i++) diff_text(ctx, var_loop, "variable bound", n_name, &n_values[i], 1);
+  diff_text(ctx,
+            "%i = (RANGE loop 0 (CONST:int32 4))\n%j = (RANGE loop 1 (CONST:int32 3))\n"
+            "%i4 = (MUL %i (CONST:int32 4))\n%k = (ADD %i4 %j)\n"
+            "(SINK (END %i (END %j (STORE (INDEX (PARAM:float32* 0) %k) (ADD (LOAD (INDEX (PARAM:float32* 1) %k))"
+            " (LOAD (INDEX (PARAM:float32* 2) %j))))) (STORE (INDEX (PARAM:float32* 0) (ADD %i4 (CONST:int32 3)))"
+            " (CAST:float32 %i))))",
+            "nested loops, a store after the inner loop", NULL, NULL, 0);
+  diff_text(ctx,
+            "%i = (RANGE loop 0 (CONST:int32 16))\n%g = (CMPLT %i (CONST:int32 9))\n"
+            "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) (SUB (CONST:int32 15) %i) %g)"
+            " (LOAD (INDEX (PARAM:float32* 1) (ADD %i (CONST:int32 7)) (CMPLT %i (CONST:int32 9))) (CONST:float32 -1.0)))))",
+            "gated load and store", NULL, NULL, 0);
+  diff_text(ctx,
+            "%i = (RANGE loop 0 (CONST:int32 4))\n%v = (LOAD (INDEX (PARAM:float32x4* 1) %i))\n"
+            "(SINK (END %i (STORE (INDEX (PARAM:float32x4* 0) %i) (VECTORIZE (GEP 3 %v) (GEP 2 %v)"
+            " (MAX (GEP 1 %v) (CONST:float32 110.0)) (LOAD (INDEX (PARAM:float32* 2) %i))))))",
+            "VECTORIZE and GEP", NULL, NULL, 0);
+}
+
+/* The GPU polynomials, through the CPU JIT: every op of them compiles
+ * with the evaluator's semantics. */
+static void lowered_one(Ctx *ctx, const CorpusKernel *k, void *user) {
+  if (!k->transcendental || (k->bufs.dtype[0].scalar != UJ_FLOAT64 && k->bufs.dtype[0].scalar != UJ_FLOAT32)) return;
+  const UOp *low = transcendental_lower(ctx, k->kernel, 1u << UJ_FLOAT64 | 1u << UJ_FLOAT32);
+  CHECK(low && low != k->kernel, "%s: lowering: %s", k->what, uj_error(ctx));
+  char what[128];
+  snprintf(what, sizeof what, "%s, lowered", k->what);
+  if (low) jit_vs_eval(ctx, low, &k->bufs, NULL, NULL, 0, 0, what);
+  (*(int *)user)++;
+}
+
 int main(void) {
+  Ctx *ctx = uj_ctx_new();
+  int lowered = 0;
+  test_structures(ctx);
+  corpus_each(ctx, lowered_one, &lowered);
+  CHECK(lowered == 18, "%d lowered transcendental kernels", lowered);
+  uj_ctx_free(ctx);
   test_corpus();
   return check_report("test_jit_diff");
 }

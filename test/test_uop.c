@@ -43,6 +43,9 @@ static const UOp *sample(Ctx *ctx, Op op, int64_t v) {
                       arg_none());
   case UJ_OP_MULACC: src[2] = cv; return uj_uop_new(ctx, op, i32, src, 3, arg_none());
   case UJ_OP_RANGE: return uj_uop_new(ctx, op, i32, &cv, 1, (Arg){"loop", (int64_t[]){v}, 1});
+  case UJ_OP_VECTORIZE: return uj_uop_new(ctx, op, uj_dtype_vec(UJ_INT32, 2), (const UOp *[]){c0, cv}, 2, arg_none());
+  case UJ_OP_GEP:
+    return uj_uop_new(ctx, op, i32, (const UOp *[]){sample(ctx, UJ_OP_VECTORIZE, v)}, 1, (Arg){NULL, (int64_t[]){1}, 1});
   case UJ_OP_END: {
     const UOp *r = sample(ctx, UJ_OP_RANGE, v), *st = sample(ctx, UJ_OP_STORE, v);
     return uj_uop_new(ctx, op, dt_scalar(UJ_VOID), (const UOp *[]){r, st}, 2, arg_none());

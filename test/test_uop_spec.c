@@ -286,6 +286,25 @@ static void test_loop_ops(Ctx *ctx, const Nodes *n) {
   REJECT("END takes at least 2 sources, not 1", END, S(UJ_VOID), 1, r, NO, NO);
 }
 
+static void test_vector_ops(Ctx *ctx, const Nodes *n) {
+  static const int64_t lane1 = 1, lane4 = 4, neg = -1;
+  ACCEPT(VECTORIZE, V(UJ_INT32, 3), 3, n->i32, n->i32, n->i32);
+  ACCEPT(VECTORIZE, S(UJ_FLOAT32), 1, n->f32, NO, NO);
+  ACCEPT(VECTORIZE, V(UJ_BOOL, 2), 2, n->b, n->b, NO);
+  REJECT("sources have different dtypes int32 and int8", VECTORIZE, V(UJ_INT32, 2), 2, n->i32, n->i8, NO);
+  REJECT("VECTORIZE takes scalar values, not int32x4", VECTORIZE, V(UJ_INT32, 4), 1, n->v4, NO, NO);
+  REJECT("VECTORIZE takes scalar values, not float32*", VECTORIZE, V(UJ_FLOAT32, 1), 1, n->pf, NO, NO);
+  REJECT("VECTORIZE must have dtype int32x2, not int32x3", VECTORIZE, V(UJ_INT32, 3), 2, n->i32, n->i32, NO);
+  expect(ctx, __LINE__, NULL, UJ_OP_GEP, S(UJ_INT32), ints1(&lane1), 1, n->v4, NO, NO, NO);
+  expect(ctx, __LINE__, "GEP lane 4 is outside int32x4", UJ_OP_GEP, S(UJ_INT32), ints1(&lane4), 1, n->v4, NO, NO, NO);
+  expect(ctx, __LINE__, "GEP lane -1 is outside", UJ_OP_GEP, S(UJ_INT32), ints1(&neg), 1, n->v4, NO, NO, NO);
+  expect(ctx, __LINE__, "GEP takes a vector value, not float32*", UJ_OP_GEP, S(UJ_FLOAT32), ints1(&lane1), 1,
+         n->pf, NO, NO, NO);
+  expect(ctx, __LINE__, "GEP must have dtype int32, not int32x4", UJ_OP_GEP, V(UJ_INT32, 4), ints1(&lane1), 1,
+         n->v4, NO, NO, NO);
+  expect(ctx, __LINE__, "GEP takes one lane number", UJ_OP_GEP, S(UJ_INT32), arg_none(), 1, n->v4, NO, NO, NO);
+}
+
 static void test_bad_calls_and_graphs(Ctx *ctx, const Nodes *n) {
   CHECK(!uj_uop_new(ctx, UJ_OP_COUNT, S(UJ_INT32), NULL, 0, arg_none()) &&
             strstr(uj_error(ctx), "unknown op"),
@@ -326,6 +345,7 @@ int main(void) {
   test_binary_ops(ctx, &n);
   test_ternary_ops(ctx, &n);
   test_loop_ops(ctx, &n);
+  test_vector_ops(ctx, &n);
   test_bad_calls_and_graphs(ctx, &n);
   uj_ctx_free(ctx);
   return check_report("test_uop_spec");

@@ -71,6 +71,8 @@ typedef enum uj_op {
   UJ_OP_WHERE, UJ_OP_MULACC,
   /* loops */
   UJ_OP_RANGE, UJ_OP_END,
+  /* vectors */
+  UJ_OP_VECTORIZE, UJ_OP_GEP,
   UJ_OP_COUNT
 } uj_op;
 
@@ -78,7 +80,7 @@ typedef enum uj_op {
  * mean depends on the op (docs/ir.md): CONST holds its value in ints[0]
  * (see uj_const_*), DEFINE_VAR its name and [min, max], PARAM its slot,
  * BUFFER (id, size) and its device name, CALL the callee and launch dims,
- * RANGE its kind ("loop", "global", ...) and axis number. */
+ * RANGE its kind ("loop", "global", ...) and axis number, GEP its lane. */
 typedef struct uj_arg {
   const char *name;     /* NULL when the op takes no name */
   const int64_t *ints;  /* may be NULL when nints == 0 */

@@ -7,6 +7,8 @@
  * they are exact because every float op of the IR rounds once
  * (docs/semantics.md). */
 #include "codegen/tr_build.h"
+#include <stdlib.h>
+
 #include "uop/alu.h"
 
 void tr_init(Tr *t, Ctx *ctx, uj_scalar f, unsigned lanes) {
@@ -24,14 +26,17 @@ void tr_init(Tr *t, Ctx *ctx, uj_scalar f, unsigned lanes) {
   t->f64 = f64;
 }
 
-/* CONSTs are scalars and no op broadcasts one to lanes yet: a vector
- * constant is the one thing missing for vector lowering (see constant). */
-bool tr_lanes_supported(unsigned lanes) { return lanes == 1; }
-
-/* A constant of dtype d (a value of its scalar, in every lane). */
+/* A constant of dtype d (a value of its scalar, in every lane): CONSTs are
+ * scalars, so a vector one is a VECTORIZE of the scalar. */
 static const UOp *constant(Tr *t, DType d, uint64_t word) {
-  if (!tr_lanes_supported(d.lanes)) return NULL;
-  return uop_const_word(t->ctx, d, word);
+  const UOp *c = uop_const_word(t->ctx, dt_lane(d), word);
+  if (d.lanes == 1 || !c) return c;
+  const UOp **lanes = malloc(d.lanes * sizeof *lanes);
+  if (!lanes) return NULL;
+  for (unsigned i = 0; i < d.lanes; i++) lanes[i] = c;
+  const UOp *v = uop_new(t->ctx, UJ_OP_VECTORIZE, d, lanes, d.lanes, arg_none());
+  free(lanes);
+  return v;
 }
 
 const UOp *tr_kf(Tr *t, double v) {

@@ -36,8 +36,6 @@ typedef struct TrReduced {
 /* ---- tr_build.c: nodes ---- */
 /* f: UJ_FLOAT32 or UJ_FLOAT64; lanes: those of the values computed. */
 void tr_init(Tr *t, Ctx *ctx, uj_scalar f, unsigned lanes);
-/* Whether constants can be made with `lanes` lanes (only 1 for now). */
-bool tr_lanes_supported(unsigned lanes);
 const UOp *tr_kf(Tr *t, double v);          /* a float constant, rounded to Tr.f */
 const UOp *tr_kint(Tr *t, DType d, int64_t v); /* an int constant of d's scalar (wrapped) */
 const UOp *tr_ki(Tr *t, int64_t v);         /* ... of Tr.i */

@@ -5,16 +5,15 @@
  * LOG2 and SIN of a masked scalar dtype replaced by the polynomial code of
  * tr_exp_log.c and tr_sin.c; float64 and float32 compute in their own
  * format, float16 and bfloat16 in float32 between two CASTs (as the
- * evaluator does). Nothing else changes. A masked vector node is an error:
- * CONSTs are scalars and no op broadcasts one to lanes. */
+ * evaluator does). Nothing else changes. Vectors are lowered lane-wise in
+ * vector ops, their constants VECTORIZEd. */
 #include "codegen/transcendental.h"
 #include "codegen/tr_build.h"
 #include "rewrite/rewrite.h"
 
 typedef struct Lowering {
   unsigned mask;
-  const UOp *vector; /* the first masked vector node met */
-  bool failed;       /* out of memory building a replacement */
+  bool failed; /* out of memory building a replacement */
 } Lowering;
 
 typedef const UOp *(*Algorithm)(Tr *t, const UOp *x);
@@ -24,10 +23,6 @@ static const UOp *lower(Rewriter *rw, const UOp *root, Algorithm algorithm) {
   Lowering *job = rw->user;
   uj_scalar s = (uj_scalar)root->dtype.scalar;
   if (!(job->mask & (1u << s))) return NULL;
-  if (!tr_lanes_supported(root->dtype.lanes)) {
-    if (!job->vector) job->vector = root;
-    return NULL;
-  }
   Tr t;
   tr_init(&t, rw->ctx, s == UJ_FLOAT64 ? UJ_FLOAT64 : UJ_FLOAT32, root->dtype.lanes);
   const UOp *x = root->src[0];
@@ -56,24 +51,17 @@ static const Rule transcendental_rules[] = {
   {"(SIN:float _)", rw_sin},   // sin(x) -> ±sin(r) or ±cos(r), x = q·pi/2 + r
 };
 
-static const UOp *lowering_error(Ctx *ctx, const Lowering *job) {
-  char name[32];
-  if (job->vector)
-    ctx_set_error(ctx, "transcendental_lower: cannot lower %s of %s: vector dtypes need a "
-                       "broadcast op the IR does not have",
-                  op_table[job->vector->op].name, dtype_str(job->vector->dtype, name, sizeof name));
-  else if (!uj_error(ctx)[0])
-    ctx_set_error(ctx, "transcendental_lower: out of memory");
-  return NULL;
-}
 
 const UOp *transcendental_lower(Ctx *ctx, const UOp *root, unsigned scalar_mask) {
   enum { N = sizeof transcendental_rules / sizeof *transcendental_rules };
   RuleSet *rs = ruleset_new(ctx, transcendental_rules, N);
   if (!rs) return NULL;
-  Lowering job = {scalar_mask, NULL, false};
+  Lowering job = {scalar_mask, false};
   const UOp *out = graph_rewrite(ctx, root, rs, &job);
   ruleset_free(rs);
-  if (out && (job.vector || job.failed)) return lowering_error(ctx, &job);
+  if (out && job.failed) {
+    ctx_set_error(ctx, "transcendental_lower: out of memory");
+    return NULL;
+  }
   return out;
 }

@@ -11,8 +11,8 @@
 
 #include "uop/uop.h"
 
-/* The new root; NULL with the error set when out of memory or when a masked
- * node is a vector (the IR has no way to broadcast the constants yet). */
+/* The new root (vectors lowered with vector ops); NULL with the error set
+ * when out of memory. */
 const UOp *transcendental_lower(Ctx *ctx, const UOp *root, unsigned scalar_mask);
 
 #endif

@@ -137,6 +137,18 @@ static void emit_store(State *s, const UOp *u) {
 
 /* ---- values ---- */
 
+static LLVMValueRef lane_index(State *s, int64_t lane) {
+  return LLVMConstInt(LLVMInt32TypeInContext(s->r.lc), (unsigned long long)lane, 0);
+}
+
+/* VECTORIZE: the lanes inserted one by one (LLVM folds constant ones). */
+static LLVMValueRef emit_vectorize(State *s, const UOp *u) {
+  LLVMValueRef v = LLVMGetPoison(render_type(&s->r, u->dtype));
+  for (uint32_t i = 0; i < u->nsrc; i++)
+    v = LLVMBuildInsertElement(s->r.b, v, s->val[u->src[i]->id], lane_index(s, i), "");
+  return v;
+}
+
 static bool emit_node(State *s, const UOp *u) {
   switch (u->op) {
   case UJ_OP_CONST: set_value(s, u, render_const(&s->r, u->dtype, uop_const_value(u)), NULL); return true;
@@ -145,6 +157,10 @@ static bool emit_node(State *s, const UOp *u) {
   case UJ_OP_INDEX: emit_index(s, u); return true;
   case UJ_OP_LOAD: emit_load(s, u); return true;
   case UJ_OP_RANGE: return fail(s, u, "RANGE is used outside its END");
+  case UJ_OP_VECTORIZE: set_value(s, u, emit_vectorize(s, u), NULL); return true;
+  case UJ_OP_GEP:
+    set_value(s, u, LLVMBuildExtractElement(s->r.b, s->val[u->src[0]->id], lane_index(s, u->ints[0]), ""), NULL);
+    return true;
   default: break;
   }
   if (!op_has((Op)u->op, OPF_ALU)) return fail(s, u, "not a value op the renderer knows");

@@ -19,6 +19,7 @@
 static const UOp *rw_x(Rewriter *rw, const UOp *root, const Binds *m) { return m->x; }
 static const UOp *rw_c(Rewriter *rw, const UOp *root, const Binds *m) { return m->c; }
 static const UOp *rw_z(Rewriter *rw, const UOp *root, const Binds *m) { return m->z; }
+static const UOp *rw_gep_lane(Rewriter *rw, const UOp *root, const Binds *m) { return m->v->src[root->ints[0]]; }
 
 static const UOp *rw_zero(Rewriter *rw, const UOp *root, const Binds *m) {
   return uop_const_int(rw->ctx, root->dtype, 0);
@@ -177,6 +178,7 @@ static const Rule symbolic_rules[] = {
   {"(WHERE:bool c (CONST true) (CONST false))", rw_c},       // WHERE(c,true,false) -> c
   {"(WHERE:bool c (CONST false) t=(CONST true))", rw_where_not},// WHERE(c,false,true) -> c^true
   {"(CAST x)", rw_cast},                                     // cast to own dtype, lossless round trip
+  {"(GEP v=(VECTORIZE ...))", rw_gep_lane},                  // GEP(VECTORIZE(a0, a1, ...), k) -> ak
   /* integer algebra */
   {"(ADD|SUB|MUL:int _ _)", rw_linear},                      // Σ a·t + k, canonical
   {"(NEG:int _)", rw_linear},                                // -(a·t + k)

@@ -419,6 +419,10 @@ static bool eval_node(Eval *ev, const UOp *u) {
   case UJ_OP_LOAD: return eval_load(ev, u);
   case UJ_OP_STORE: return eval_store(ev, u);
   case UJ_OP_RANGE: return eval_range(ev, u);
+  case UJ_OP_VECTORIZE:
+    for (uint32_t i = 0; i < u->nsrc; i++) words_of(ev, u)[i] = words_of(ev, u->src[i])[0];
+    return true;
+  case UJ_OP_GEP: words_of(ev, u)[0] = words_of(ev, u->src[0])[u->ints[0]]; return true;
   case UJ_OP_CALL: return fail(ev, u, "CALL is not evaluable");
   default:
     if (op_has((Op)u->op, OPF_ALU) && u->nsrc <= 3) return eval_alu(ev, u);

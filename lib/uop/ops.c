@@ -213,6 +213,30 @@ static const char *rule_end(const UOp *u, DType *out, char *buf, size_t size) {
   return NULL;
 }
 
+/* VECTORIZE(a, b, ...): the scalars as the lanes of one vector. */
+static const char *rule_vectorize(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  DType d = u->src[0]->dtype;
+  if (dt_is_ptr(d) || dt_is_void(d) || d.lanes != 1)
+    return FAIL("VECTORIZE takes scalar values, not %s", dname(d, a, sizeof a));
+  if (u->nsrc > 65535) return FAIL("VECTORIZE of %u lanes is too wide", (unsigned)u->nsrc);
+  const char *err = same_dtypes(u, 0, buf, size);
+  if (err) return err;
+  *out = (DType){d.scalar, UJ_AS_NONE, (uint16_t)u->nsrc};
+  return NULL;
+}
+
+/* GEP(v) lane k: one lane of a vector value, as a scalar. */
+static const char *rule_gep(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  DType d = u->src[0]->dtype;
+  if (dt_is_ptr(d) || dt_is_void(d)) return FAIL("GEP takes a vector value, not %s", dname(d, a, sizeof a));
+  if (u->ints[0] < 0 || u->ints[0] >= d.lanes)
+    return FAIL("GEP lane %lld is outside %s", (long long)u->ints[0], dname(d, a, sizeof a));
+  *out = dt_lane(d);
+  return NULL;
+}
+
 #define ALU1 (OPF_ALU | OPF_UNARY)
 #define ALU2 (OPF_ALU | OPF_BINARY)
 #define COMM (OPF_COMMUTATIVE | OPF_ASSOCIATIVE)
@@ -255,6 +279,8 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_MULACC]  = {"MULACC",     3, 3,   ARG_NONE,   OPF_ALU | OPF_TERNARY, true, rule_numeric},
   [UJ_OP_RANGE]   = {"RANGE",      1, 1,   ARG_RANGE,  0,                    true,  rule_range},
   [UJ_OP_END]     = {"END",        2, -1,  ARG_NONE,   0,                    true,  rule_end},
+  [UJ_OP_VECTORIZE] = {"VECTORIZE", 1, -1, ARG_NONE,   0,                    true,  rule_vectorize},
+  [UJ_OP_GEP]     = {"GEP",        1, 1,   ARG_LANE,   0,                    true,  rule_gep},
 };
 
 const char *const axis_kind_names[AXIS_COUNT] = {

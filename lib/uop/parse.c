@@ -468,6 +468,9 @@ static bool read_arg(Parser *p, Frame *f) {
   case ARG_RANGE:
     ok = arg_name(p, f, "an axis kind") && arg_int(p, f, "an axis number");
     break;
+  case ARG_LANE:
+    ok = arg_int(p, f, "a lane number");
+    break;
   }
   if (ok && (p->tok.kind == TOK_WORD || p->tok.kind == TOK_STRING))
     return fail_at(p, p->tok.line, p->tok.col, "%s: unexpected arg '%.*s'", op_name(f),

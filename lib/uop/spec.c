@@ -22,6 +22,7 @@ static const char *arg_layout_error(ArgKind kind, Arg arg) {
   case ARG_BUFFER: return !arg.name || arg.nints != 2 ? "takes an id, a size and a device" : NULL;
   case ARG_CALL: return !arg.name ? "takes a callee name" : NULL;
   case ARG_RANGE: return !arg.name || arg.nints != 1 ? "takes an axis kind and an axis number" : NULL;
+  case ARG_LANE: return arg.name || arg.nints != 1 ? "takes one lane number" : NULL;
   }
   return "has an unknown arg kind";
 }

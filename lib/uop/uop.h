@@ -107,6 +107,7 @@ typedef enum ArgKind {
   ARG_BUFFER, /* name: device, ints: id size */
   ARG_CALL,   /* name: callee, ints: launch dims (any count) */
   ARG_RANGE,  /* name: axis kind (axis_kind_names), ints: axis number */
+  ARG_LANE,   /* ints[0]: a lane of a vector */
 } ArgKind;
 
 /* What a RANGE's loop becomes: a plain loop, a grid index (GPU threads; a
