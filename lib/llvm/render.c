@@ -198,7 +198,7 @@ static bool emit_value(State *s, const UOp *u) {
 
 /* The grid dimension of a GLOBAL range on a GPU, or -1 for a loop. */
 static int grid_dim(State *s, const UOp *range) {
-  if (s->r.t->kind == TARGET_CPU || range_kind(range) != AXIS_GLOBAL) return -1;
+  if (!s->r.h->grid || range_kind(range) != AXIS_GLOBAL) return -1;
   for (unsigned i = 0; i < s->ngrid; i++)
     if (s->grid[i] == range) return (int)i;
   if (s->ngrid == GRID_DIMS) return -1;
@@ -212,26 +212,24 @@ static LLVMValueRef sreg(State *s, const char *fmt, int dim) {
   return render_intrinsic(&s->r, name, NULL, 0, NULL, 0);
 }
 
-/* blockIdx * blockDim + threadIdx along dim, as an i32. */
-static LLVMValueRef grid_index(State *s, int dim) {
+/* The block size along dim from the HSA dispatch packet: u16 at 4 + 2*dim. */
+static LLVMValueRef packet_block_size(State *s, int dim) {
   LLVMBuilderRef B = s->r.b;
-  LLVMValueRef block, size, thread;
-  if (s->r.t->kind == TARGET_NVPTX) {
-    block = sreg(s, "llvm.nvvm.read.ptx.sreg.ctaid.%c", dim);
-    size = sreg(s, "llvm.nvvm.read.ptx.sreg.ntid.%c", dim);
-    thread = sreg(s, "llvm.nvvm.read.ptx.sreg.tid.%c", dim);
-  } else { /* AMDGPU: the block size is in the dispatch packet, u16 at 4 + 2*dim */
-    block = sreg(s, "llvm.amdgcn.workgroup.id.%c", dim);
-    thread = sreg(s, "llvm.amdgcn.workitem.id.%c", dim);
-    LLVMValueRef packet = render_intrinsic(&s->r, "llvm.amdgcn.dispatch.ptr", NULL, 0, NULL, 0);
+  LLVMValueRef packet = render_intrinsic(&s->r, "llvm.amdgcn.dispatch.ptr", NULL, 0, NULL, 0);
     LLVMTypeRef i8 = LLVMInt8TypeInContext(s->r.lc), i16 = LLVMInt16TypeInContext(s->r.lc);
     LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(s->r.lc), 4 + 2 * (unsigned)dim, 0);
     LLVMValueRef at = LLVMBuildInBoundsGEP2(B, i8, packet, &off, 1, "");
-    size = LLVMBuildLoad2(B, i16, at, "");
+    LLVMValueRef size = LLVMBuildLoad2(B, i16, at, "");
     LLVMSetAlignment(size, 2);
-    size = LLVMBuildZExt(B, size, LLVMInt32TypeInContext(s->r.lc), "");
-  }
-  return LLVMBuildAdd(B, LLVMBuildMul(B, block, size, ""), thread, "");
+    return LLVMBuildZExt(B, size, LLVMInt32TypeInContext(s->r.lc), "");
+}
+
+/* blockIdx * blockDim + threadIdx along dim, as an i32. */
+static LLVMValueRef grid_index(State *s, int dim) {
+  const TargetHooks *h = s->r.h;
+  LLVMValueRef block = sreg(s, h->block_id, dim), thread = sreg(s, h->thread_id, dim);
+  LLVMValueRef size = h->block_size ? sreg(s, h->block_size, dim) : packet_block_size(s, dim);
+  return LLVMBuildAdd(s->r.b, LLVMBuildMul(s->r.b, block, size, ""), thread, "");
 }
 
 static bool loop_open(State *s, const UOp *end) {
@@ -323,8 +321,7 @@ static bool emit_effects(State *s, const UOp *root) {
 /* ---- the function ---- */
 
 static unsigned addrspace(const State *s, DType d) {
-  if (s->r.t->kind == TARGET_CPU) return 0;
-  return d.space == UJ_AS_LOCAL ? 3 : 1;
+  return d.space == UJ_AS_LOCAL ? s->r.h->local_space : s->r.h->global_space;
 }
 
 static LLVMTypeRef param_type(const State *s, const KernelParam *p) {
@@ -365,11 +362,11 @@ static LLVMValueRef make_function(State *s, const char *name) {
   for (size_t i = 0; i < np; i++)
     if (s->sig->params[i].used && dt_is_ptr(s->sig->params[i].dtype)) pointer_attrs(s, fn, (unsigned)i, &s->sig->params[i]);
   add_attr(s, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
-  if (s->r.t->kind == TARGET_CPU) {
+  if (!s->r.h->kernel_cc) { /* called by the CPU entry */
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     add_attr(s, fn, LLVMAttributeFunctionIndex, "alwaysinline", 0);
   } else {
-    LLVMSetFunctionCallConv(fn, s->r.t->kind == TARGET_NVPTX ? LLVMPTXKernelCallConv : LLVMAMDGPUKERNELCallConv);
+    LLVMSetFunctionCallConv(fn, s->r.h->kernel_cc);
   }
   if (s->r.t->cpu[0]) add_string_attr(s, fn, "target-cpu", s->r.t->cpu);
   if (s->r.t->features[0]) add_string_attr(s, fn, "target-features", s->r.t->features);
@@ -437,21 +434,21 @@ static bool check_params(Ctx *ctx, const KernelSig *sig) {
 
 static bool render_body(State *s, const UOp *root, const char *name) {
   char body_name[256];
-  snprintf(body_name, sizeof body_name, "%s%s", name, s->r.t->kind == TARGET_CPU ? ".body" : "");
+  snprintf(body_name, sizeof body_name, "%s%s", name, s->r.h->kernel_cc ? "" : ".body");
   s->fn = make_function(s, body_name);
   if (!s->fn) return ctx_set_error(s->r.ctx, "render: out of memory"), false;
   for (size_t i = 0; i < s->sig->nparams + s->sig->nvars; i++) s->params[i] = LLVMGetParam(s->fn, (unsigned)i);
   LLVMPositionBuilderAtEnd(s->r.b, LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "entry"));
   if (!emit_effects(s, root)) return false;
   LLVMBuildRetVoid(s->r.b);
-  if (s->r.t->kind == TARGET_CPU) make_cpu_entry(s, s->fn, name);
+  if (!s->r.h->kernel_cc) make_cpu_entry(s, s->fn, name);
   return true;
 }
 
 static void module_setup(State *s) {
   LLVMSetTarget(s->r.mod, s->r.t->triple);
-  if (s->r.t->kind == TARGET_AMDGPU) { /* code object v4: what older HSA runtimes load */
-    LLVMValueRef v = LLVMConstInt(LLVMInt32TypeInContext(s->r.lc), 400, 0);
+  if (s->r.h->code_object_version) {
+    LLVMValueRef v = LLVMConstInt(LLVMInt32TypeInContext(s->r.lc), (unsigned)s->r.h->code_object_version, 0);
     const char *key = "amdhsa_code_object_version";
     LLVMAddModuleFlag(s->r.mod, LLVMModuleFlagBehaviorError, key, strlen(key), LLVMValueAsMetadata(v));
   }
@@ -459,7 +456,7 @@ static void module_setup(State *s) {
 
 LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, const UOp *root,
                             const KernelSig *sig, const char *name) {
-  State s = {.r = {ctx, t, lc, NULL, NULL}, .sig = sig};
+  State s = {.r = {ctx, t, &target_hooks[t->kind], lc, NULL, NULL}, .sig = sig};
   if (!check_params(ctx, sig)) return NULL;
   if (!state_alloc(&s, ctx->nnodes)) {
     state_free(&s);

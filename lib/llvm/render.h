@@ -17,6 +17,7 @@
 
 #include <llvm-c/Core.h>
 
+#include "llvm/hooks.h"
 #include "llvm/signature.h"
 #include "llvm/target.h"
 
@@ -27,6 +28,7 @@ LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, const 
 typedef struct Renderer {
   Ctx *ctx;
   const Target *t;
+  const TargetHooks *h; /* target_hooks[t->kind] */
   LLVMContextRef lc;
   LLVMModuleRef mod;
   LLVMBuilderRef b;

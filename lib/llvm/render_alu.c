@@ -138,38 +138,34 @@ static LLVMValueRef alu_mulacc(const Renderer *r, const UOp *u, LLVMValueRef *s)
   return narrow(r, render_intrinsic(r, "llvm.fma", &t, 1, args, 3), d, via);
 }
 
-/* One lane of an NVPTX approximate function, in float32. */
-static LLVMValueRef nvptx_unary(const Renderer *r, const char *name, LLVMValueRef x) {
-  return render_intrinsic(r, name, NULL, 0, &x, 1);
+/* A scalar-only float32 intrinsic, lane by lane on a vector. */
+static LLVMValueRef per_lane(const Renderer *r, const char *name, LLVMValueRef x, DType d) {
+  if (d.lanes == 1) return render_intrinsic(r, name, NULL, 0, &x, 1);
+  LLVMValueRef v = LLVMGetPoison(render_type(r, d));
+  for (unsigned i = 0; i < d.lanes; i++) {
+    LLVMValueRef idx = LLVMConstInt(LLVMInt32TypeInContext(r->lc), i, 0);
+    LLVMValueRef lane = LLVMBuildExtractElement(r->b, x, idx, "");
+    v = LLVMBuildInsertElement(r->b, v, render_intrinsic(r, name, NULL, 0, &lane, 1), idx, "");
+  }
+  return v;
 }
 
-/* EXP2, LOG2, SIN: libm on the CPU, the hardware on GPUs (float32, with
- * float16/bfloat16 widened). float64 on GPUs is lowered to polynomials
- * before rendering (lib/codegen/transcendental.c). */
+/* EXP2, LOG2, SIN: the target's functions (hooks.c) in float32 or float64,
+ * float16/bfloat16 widened to float32. Where a target has no float64 ones
+ * the pipeline lowered them to polynomials first (lib/codegen). */
 static LLVMValueRef alu_transcendental(const Renderer *r, const UOp *u, LLVMValueRef x) {
   DType d = u->dtype;
-  const char *op = u->op == UJ_OP_EXP2 ? "exp2" : u->op == UJ_OP_LOG2 ? "log2" : "sin";
-  char name[48];
-  if (r->t->kind != TARGET_CPU && d.scalar == UJ_FLOAT64) {
+  const TargetHooks *h = r->h;
+  const char *name = u->op == UJ_OP_EXP2 ? h->exp2 : u->op == UJ_OP_LOG2 ? h->log2 : h->sin;
+  if (d.scalar == UJ_FLOAT64 && !h->libm_float64) {
     ctx_set_error(r->ctx, "render: float64 %s on %s must be lowered first", op_table[u->op].name,
                   target_kind_names[r->t->kind]);
     return NULL;
   }
   uj_scalar via = d.scalar == UJ_FLOAT64 ? UJ_FLOAT64 : UJ_FLOAT32;
-  LLVMValueRef w = widen(r, x, d, via);
-  if (r->t->kind != TARGET_NVPTX) {
-    snprintf(name, sizeof name, "llvm.%s", op);
-    return narrow(r, call1(r, name, dt_with_scalar(d, via), w), d, via);
-  }
-  snprintf(name, sizeof name, "llvm.nvvm.%s.approx.f", u->op == UJ_OP_EXP2 ? "ex2" : u->op == UJ_OP_LOG2 ? "lg2" : "sin");
-  if (d.lanes == 1) return narrow(r, nvptx_unary(r, name, w), d, via);
-  LLVMValueRef v = LLVMGetUndef(render_type(r, dt_with_scalar(d, via)));
-  for (unsigned i = 0; i < d.lanes; i++) {
-    LLVMValueRef idx = LLVMConstInt(LLVMInt32TypeInContext(r->lc), i, 0);
-    LLVMValueRef lane = nvptx_unary(r, name, LLVMBuildExtractElement(r->b, w, idx, ""));
-    v = LLVMBuildInsertElement(r->b, v, lane, idx, "");
-  }
-  return narrow(r, v, d, via);
+  DType w = dt_with_scalar(d, via);
+  LLVMValueRef y = h->overloaded ? call1(r, name, w, widen(r, x, d, via)) : per_lane(r, name, widen(r, x, d, via), w);
+  return narrow(r, y, d, via);
 }
 
 /* ---- CAST and BITCAST ---- */

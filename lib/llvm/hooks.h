@@ -1,0 +1,33 @@
+/* hooks.h — what the renderer does differently per target, as data: the
+ * small set of per-target hooks of the one renderer.
+ *
+ * In: a TargetKind. Out: its TargetHooks: address spaces of pointers, the
+ * kernel calling convention, the intrinsics of thread and block ids, how
+ * EXP2/LOG2/SIN are computed, module flags. render.c and render_alu.c read
+ * these and test no target kind themselves. */
+#ifndef UJ_LLVM_HOOKS_H
+#define UJ_LLVM_HOOKS_H
+
+#include <stdbool.h>
+
+#include "llvm/target.h"
+
+typedef struct TargetHooks {
+  unsigned global_space, local_space; /* LLVM address spaces of T* and T*local */
+  unsigned kernel_cc;                 /* 0: a plain function behind a CPU entry */
+  /* GLOBAL ranges as grid indices: block id * block size + thread id; the
+   * names take "x", "y", "z" for %c. block_size NULL: the u16 at 4 + 2*dim
+   * of the HSA dispatch packet. grid false: GLOBAL ranges are loops. */
+  bool grid;
+  const char *block_id, *block_size, *thread_id;
+  /* EXP2, LOG2, SIN of float32 (float16/bfloat16 widened): the intrinsic
+   * names, overloaded on the type (llvm.*) or scalar float32 only. */
+  const char *exp2, *log2, *sin;
+  bool overloaded;
+  bool libm_float64;      /* float64 EXP2/LOG2/SIN exist; else lowered first */
+  int code_object_version; /* amdhsa_code_object_version module flag; 0: none */
+} TargetHooks;
+
+extern const TargetHooks target_hooks[TARGET_COUNT];
+
+#endif
