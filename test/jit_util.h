@@ -5,7 +5,8 @@
  * Out: both run on their own copy of the buffers; every element of every
  * buffer must then be equal: bit for bit (after the evaluator's reading of
  * memory, which maps any NaN to the canonical one), or within `ulps` for
- * floats when a kernel has transcendental functions. A mismatch prints the
+ * floats when a kernel has transcendental functions; and the 64 bytes
+ * after each JIT buffer (a canary) must be untouched. A mismatch prints the
  * slot, the element, both values and the kernel. */
 #ifndef UJ_TEST_JIT_UTIL_H
 #define UJ_TEST_JIT_UTIL_H
@@ -18,7 +19,7 @@
 #include "uop/eval.h"
 #include "uop/text.h"
 
-enum { JIT_MAX_SLOTS = 8 };
+enum { JIT_MAX_SLOTS = 8, JIT_CANARY = 64 };
 
 typedef struct JitBuffers {
   int n;                         /* slots 0 .. n-1 */
@@ -84,8 +85,9 @@ static inline bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b,
   bool ok = true;
   for (int i = 0; i < b->n; i++) {
     size_t bytes = b->count[i] * jit_elem_bytes(b->dtype[i]);
-    got[i] = aligned_alloc(64, (bytes + 64) / 64 * 64), want[i] = malloc(bytes + 1);
+    got[i] = aligned_alloc(64, (bytes + JIT_CANARY + 63) / 64 * 64), want[i] = malloc(bytes + 1);
     memcpy(got[i], b->init[i], bytes), memcpy(want[i], b->init[i], bytes);
+    memset(got[i] + bytes, 0xa5, JIT_CANARY);
     args[i] = got[i];
   }
   Eval *ev = eval_new(ctx);
@@ -106,6 +108,11 @@ static inline bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b,
     ok = false;
   }
   if (ok) ok = jit_compare(b, got, want, ulps, what);
+  for (int i = 0; ok && i < b->n; i++) {
+    const unsigned char *canary = got[i] + b->count[i] * jit_elem_bytes(b->dtype[i]);
+    for (int k = 0; k < JIT_CANARY && ok; k++) ok = canary[k] == 0xa5;
+    CHECK(ok, "%s: slot %d: the JIT wrote past the end of the buffer", what, i);
+  }
   if (!ok) {
     char *text = text_print(ctx, kernel);
     fprintf(stderr, "  kernel:\n%s", text ? text : "?\n");

@@ -60,14 +60,20 @@ static void test_load_store(Ctx *ctx) {
   eval_free(ev);
 }
 
-/* LOADs see memory from before the run, so two crossed stores swap. */
+/* LOADs see memory from before the run; a LOAD of an element already
+ * stored to is an error, so two crossed stores do not swap: they fail. */
 static void test_swap_and_order(Ctx *ctx) {
   int32_t m[2] = {10, 20};
   const UOp *p = param(ctx, 0, ptr(UJ_INT32, 1));
   const UOp *a = idx(ctx, p, 0, NULL), *b = idx(ctx, p, 1, NULL);
   const UOp *sw[2] = {store(ctx, a, load(ctx, b, NULL)), store(ctx, b, load(ctx, a, NULL))};
-  CHECK(run2(ctx, sink(ctx, sw, 2), m, sizeof m, NULL, 0), "run: %s", uj_error(ctx));
-  CHECK(m[0] == 20 && m[1] == 10, "swap: %d %d", m[0], m[1]);
+  CHECK(!run2(ctx, sink(ctx, sw, 2), m, sizeof m, NULL, 0) &&
+            strstr(uj_error(ctx), "LOAD: element 0 was stored earlier in this run"),
+        "swap: %s", uj_error(ctx));
+  CHECK(m[0] == 10 && m[1] == 20, "a failed swap writes nothing: %d %d", m[0], m[1]);
+  /* an element read, then written, in one run: x = x + 1 is fine */
+  const UOp *inc = store(ctx, a, uop_binary(ctx, UJ_OP_ADD, load(ctx, a, NULL), k_int(ctx, UJ_INT32, 1)));
+  CHECK(run2(ctx, inc, m, sizeof m, NULL, 0) && m[0] == 11, "x = x + 1: %d %s", m[0], uj_error(ctx));
   /* stores to one element: the later in SINK order wins, nested SINKs too */
   const UOp *s1 = store(ctx, a, k_int(ctx, UJ_INT32, 1)),
             *s2 = store(ctx, a, k_int(ctx, UJ_INT32, 2));

@@ -2,7 +2,7 @@
  * as PTX for sm_90 and as an AMD code object for gfx90a.
  *
  * PTX: assembled by the CUDA toolkit's ptxas (-arch=sm_90) when it is on the
- * machine ($CUDA_HOME/bin or PATH); any ptxas error fails the test. Without
+ * machine ($CUDA_HOME/bin or /usr/local/cuda/bin); any ptxas error fails. Without
  * ptxas that check is skipped with a message, the emission still checked.
  * Code objects: llvm-readelf --notes must show each kernel's name and its
  * kernel descriptor symbol (name.kd) in the AMDGPU metadata. Also: each
@@ -140,6 +140,13 @@ static void test_grid(Ctx *ctx) {
         "grid kernel in AMDGCN:\n%s", gcn ? gcn : uj_error(ctx));
   free(gcn);
   if (k) test_archs(ctx, k);
+  /* an int8 grid index is compared with its bound at 32 bits, then narrowed */
+  const UOp *k8 = uj_parse(ctx, "%i = (RANGE global 0 (CONST:int8 100))\n"
+                               "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (CONST:float32 1.0))))", "grid8");
+  char *ir = k8 ? uj_emit(ctx, k8, UJ_EMIT_IR, "sm_90", NULL) : NULL;
+  const char *cmp = ir ? strstr(ir, "icmp slt i32") : NULL, *trunc = ir ? strstr(ir, "trunc i32") : NULL;
+  CHECK(cmp && trunc && cmp < trunc && !strstr(ir, "icmp slt i8"), "int8 grid guard:\n%s", ir ? ir : uj_error(ctx));
+  free(ir);
 }
 
 int main(void) {

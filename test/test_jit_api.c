@@ -47,6 +47,20 @@ static void test_compile_errors(Ctx *ctx) {
   expect_compile_error(ctx, "(SINK (STORE (PARAM:int32*local 0) (CONST:int32 1)))", NULL,
                        "PARAM slot 0 points into local memory");
   expect_compile_error(ctx, "(SINK (STORE (PARAM:int32* 0) (CONST:int32 1)))", "9bad", "is not [A-Za-z_]");
+  expect_compile_error(ctx, "%i = (RANGE loop 0 (CONST:int32 4))\n(SINK (END %i (END %i (STORE (PARAM:int32* 0) %i))))",
+                       NULL, "its RANGE is already open");
+  expect_compile_error(ctx, "(SINK (STORE (PARAM:int32* 0) (ADD (DEFINE_VAR:int32 n 0 4) (DEFINE_VAR:int32 n 0 5))))",
+                       NULL, "variable n is declared twice, differently");
+  expect_compile_error(ctx, "(SINK (STORE (PARAM:int32* 5000) (CONST:int32 1)))", NULL,
+                       "PARAM slot 5000 is above the limit 4095");
+  /* 65 nested loops */
+  char deep[8192] = "", *at = deep;
+  for (int i = 0; i < 65; i++) at += sprintf(at, "%%r%d = (RANGE loop %d (CONST:int32 2))\n", i, i);
+  at += sprintf(at, "(SINK ");
+  for (int i = 0; i < 65; i++) at += sprintf(at, "(END %%r%d ", i);
+  at += sprintf(at, "(STORE (PARAM:int32* 0) (CONST:int32 1))");
+  for (int i = 0; i <= 65; i++) at += sprintf(at, ")");
+  expect_compile_error(ctx, deep, NULL, "loops nest deeper than 64");
   CHECK(!uj_compile(ctx, NULL, NULL) && strstr(uj_error(ctx), "no kernel"), "NULL kernel: %s", uj_error(ctx));
   Ctx *other = uj_ctx_new();
   const UOp *k = uj_parse(other, "(SINK (STORE (PARAM:int32* 0) (CONST:int32 1)))", "other");

@@ -59,8 +59,9 @@ bool cpu_runtime_define(Ctx *ctx, LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef dylib)
     pairs[i].Sym.Flags.TargetFlags = 0;
   }
   LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, N);
-  LLVMErrorRef err = LLVMOrcJITDylibDefine(dylib, mu);
+  LLVMErrorRef err = LLVMOrcJITDylibDefine(dylib, mu); /* takes mu only on success */
   if (!err) return true;
+  LLVMOrcDisposeMaterializationUnit(mu);
   char *msg = LLVMGetErrorMessage(err);
   ctx_set_error(ctx, "cpu: cannot define the runtime symbols: %s", msg);
   LLVMDisposeErrorMessage(msg);

@@ -164,6 +164,8 @@ uj_program *uj_compile(uj_ctx *ctx, const uj_uop *kernel, const char *name);
  * (uj_program_var_name order: sorted by name). Buffers must not overlap. */
 uj_status uj_run(uj_program *p, void *const *args, size_t nargs, const int64_t *vars, size_t nvars);
 size_t uj_program_nparams(const uj_program *p);
+/* Programs belong to their context: uj_ctx_free frees those still alive,
+ * after which they must not be used (nor freed again). */
 size_t uj_program_nvars(const uj_program *p);
 const char *uj_program_var_name(const uj_program *p, size_t i);
 void uj_program_free(uj_program *p);

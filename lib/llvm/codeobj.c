@@ -54,8 +54,9 @@ static bool run_linker(Ctx *ctx, const char *in, const char *out) {
     ctx_set_error(ctx, "amdgpu: cannot run %s: %s (install lld-19)", ld, strerror(err));
     return false;
   }
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  pid_t waited;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) continue;
+  if (waited == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
   ctx_set_error(ctx, "amdgpu: %s failed to link the code object (status %d)", ld, status);
   return false;
 }

@@ -9,7 +9,8 @@
 #include "llvm/codeobj.h"
 #include "llvm/pipeline.h"
 
-static const char *const emit_names[UJ_EMIT_COUNT] = {"ir", "ir-opt", "asm", "ptx", "amdgcn", "hsaco"};
+static const char *const emit_names[] = {"ir", "ir-opt", "asm", "ptx", "amdgcn", "hsaco"};
+_Static_assert(sizeof emit_names / sizeof *emit_names == UJ_EMIT_COUNT, "a name per uj_emit_kind");
 
 const char *uj_emit_name(uj_emit_kind kind) {
   return (unsigned)kind < UJ_EMIT_COUNT ? emit_names[kind] : "?";

@@ -2,8 +2,8 @@
  * small set of per-target hooks of the one renderer.
  *
  * In: a TargetKind. Out: its TargetHooks: address spaces of pointers, the
- * kernel calling convention, the intrinsics of thread and block ids, how
- * EXP2/LOG2/SIN are computed, module flags. render.c and render_alu.c read
+ * kernel calling convention, the intrinsics of thread and block ids, which
+ * EXP2/LOG2/SIN LLVM computes, module flags. render.c and render_alu.c read
  * these and test no target kind themselves. */
 #ifndef UJ_LLVM_HOOKS_H
 #define UJ_LLVM_HOOKS_H
@@ -20,11 +20,10 @@ typedef struct TargetHooks {
    * of the HSA dispatch packet. grid false: GLOBAL ranges are loops. */
   bool grid;
   const char *block_id, *block_size, *thread_id;
-  /* EXP2, LOG2, SIN of float32 (float16/bfloat16 widened): the intrinsic
-   * names, overloaded on the type (llvm.*) or scalar float32 only. */
-  const char *exp2, *log2, *sin;
-  bool overloaded;
-  bool libm_float64;      /* float64 EXP2/LOG2/SIN exist; else lowered first */
+  /* The float scalars (bit 1 << uj_scalar) whose EXP2/LOG2/SIN the target
+   * computes with llvm.exp2/log2/sin (libm on the CPU); the others are
+   * lowered to polynomials first (lib/codegen/transcendental.c). */
+  unsigned libm_scalars;
   int code_object_version; /* amdhsa_code_object_version module flag; 0: none */
 } TargetHooks;
 

@@ -69,7 +69,9 @@ static bool optimize(Ctx *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm) {
 static const UOp *lower_kernel(Ctx *ctx, const UOp *kernel, const Target *t) {
   if (!spec_check_graph(ctx, kernel)) return NULL;
   const UOp *k = symbolic_simplify(ctx, kernel);
-  if (k && t->kind != TARGET_CPU) k = transcendental_lower(ctx, k, 1u << UJ_FLOAT64); /* no libm there */
+  unsigned floats = 1u << UJ_FLOAT16 | 1u << UJ_BFLOAT16 | 1u << UJ_FLOAT32 | 1u << UJ_FLOAT64;
+  unsigned lower = floats & ~target_hooks[t->kind].libm_scalars;
+  if (k && lower) k = transcendental_lower(ctx, k, lower);
   return k;
 }
 

@@ -76,15 +76,19 @@ static bool fail(State *s, const UOp *u, const char *msg) {
 
 /* ---- memory ---- */
 
-/* INDEX(ptr, idx[, gate]): a GEP in elements of the pointee; gates AND up. */
+/* INDEX(ptr, idx[, gate]): a GEP of idx elements; gates AND up. An element
+ * of N lanes is N scalars packed (docs/semantics.md), so the GEP steps in
+ * scalars, idx * N: LLVM's <3 x i32> would take 16 bytes, not 12. */
 static void emit_index(State *s, const UOp *u) {
   LLVMBuilderRef B = s->r.b;
   LLVMValueRef idx = s->val[u->src[1]->id];
   LLVMTypeRef i64 = LLVMInt64TypeInContext(s->r.lc);
   bool sign = dt_is_signed(u->src[1]->dtype);
+  DType elem = dt_base(u->dtype);
   if (dt_bits(u->src[1]->dtype) < 64) idx = sign ? LLVMBuildSExt(B, idx, i64, "") : LLVMBuildZExt(B, idx, i64, "");
-  LLVMTypeRef elem = render_mem_type(&s->r, dt_base(u->dtype));
-  LLVMValueRef p = LLVMBuildInBoundsGEP2(B, elem, s->val[u->src[0]->id], &idx, 1, "");
+  if (elem.lanes > 1) idx = LLVMBuildMul(B, idx, LLVMConstInt(i64, elem.lanes, 0), "");
+  LLVMTypeRef scalar = render_mem_type(&s->r, dt_lane(elem));
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(B, scalar, s->val[u->src[0]->id], &idx, 1, "");
   LLVMValueRef g = s->gate[u->src[0]->id];
   if (u->nsrc == 3) g = g ? LLVMBuildAnd(B, g, s->val[u->src[2]->id], "") : s->val[u->src[2]->id];
   set_value(s, u, p, g);
@@ -132,7 +136,10 @@ static void emit_store(State *s, const UOp *u) {
     LLVMPositionBuilderAtEnd(B, then);
   }
   LLVMSetAlignment(LLVMBuildStore(B, v, p), elem_align(d));
-  if (join) LLVMBuildBr(B, join), LLVMPositionBuilderAtEnd(B, join);
+  if (join) {
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+  }
 }
 
 /* ---- values ---- */
@@ -232,6 +239,22 @@ static LLVMValueRef grid_index(State *s, int dim) {
   return LLVMBuildAdd(s->r.b, LLVMBuildMul(s->r.b, block, size, ""), thread, "");
 }
 
+/* The grid index along dim as range's value; *more: index < bound, compared
+ * at 32 bits or more, before any narrowing (an int8 range must not see a
+ * thread 200 as -56). */
+static LLVMValueRef grid_guard(State *s, const UOp *range, int dim, LLVMValueRef bound, LLVMValueRef *more) {
+  LLVMBuilderRef B = s->r.b;
+  LLVMValueRef i = grid_index(s, dim); /* i32, >= 0 */
+  unsigned bits = dt_bits(range->dtype);
+  bool sign = dt_is_signed(range->dtype);
+  LLVMTypeRef t = render_type(&s->r, range->dtype), wide = bits > 32 ? t : LLVMInt32TypeInContext(s->r.lc);
+  if (bits > 32) i = LLVMBuildZExt(B, i, t, "");
+  if (bits < 32) bound = sign ? LLVMBuildSExt(B, bound, wide, "") : LLVMBuildZExt(B, bound, wide, "");
+  /* 32 bits: an unsigned bound above INT32_MAX still compares right as unsigned */
+  *more = LLVMBuildICmp(B, sign || bits < 32 ? LLVMIntSLT : LLVMIntULT, i, bound, "");
+  return bits < 32 ? LLVMBuildTrunc(B, i, t, "") : i;
+}
+
 static bool loop_open(State *s, const UOp *end) {
   const UOp *range = end->src[0];
   for (unsigned i = 0; i < s->depth; i++)
@@ -245,19 +268,17 @@ static bool loop_open(State *s, const UOp *end) {
   *L = (Loop){range, LLVMGetInsertBlock(B), NULL, NULL, NULL, ++s->serials};
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "body");
   L->exit = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "exit");
-  LLVMValueRef i;
+  LLVMValueRef i, more;
   int dim = grid_dim(s, range);
   if (dim >= 0) {
-    i = grid_index(s, dim);
-    unsigned bits = dt_bits(range->dtype);
-    if (bits != 32) i = bits < 32 ? LLVMBuildTrunc(B, i, t, "") : LLVMBuildZExt(B, i, t, "");
+    i = grid_guard(s, range, dim, bound, &more);
   } else {
     L->header = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "loop");
     LLVMBuildBr(B, L->header);
     LLVMPositionBuilderAtEnd(B, L->header);
     i = L->phi = LLVMBuildPhi(B, t, "i");
+    more = LLVMBuildICmp(B, dt_is_signed(range->dtype) ? LLVMIntSLT : LLVMIntULT, i, bound, "");
   }
-  LLVMValueRef more = LLVMBuildICmp(B, dt_is_signed(range->dtype) ? LLVMIntSLT : LLVMIntULT, i, bound, "");
   LLVMBuildCondBr(B, more, body, L->exit);
   LLVMPositionBuilderAtEnd(B, body);
   s->depth++;
@@ -373,8 +394,9 @@ static LLVMValueRef make_function(State *s, const char *name) {
   return fn;
 }
 
-/* The CPU entry `void name(void **args, int64_t *vars)` calling the body. */
-static void make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
+/* The CPU entry `void name(void **args, int64_t *vars)` calling the body;
+ * false when out of memory. */
+static bool make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
   LLVMContextRef lc = s->r.lc;
   LLVMBuilderRef B = s->r.b;
   LLVMTypeRef ptr = LLVMPointerTypeInContext(lc, 0), i64 = LLVMInt64TypeInContext(lc);
@@ -386,7 +408,7 @@ static void make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
   LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(lc, fn, "entry"));
   size_t np = s->sig->nparams, nv = s->sig->nvars;
   LLVMValueRef *args = malloc((np + nv + 1) * sizeof *args);
-  if (!args) return;
+  if (!args) return false;
   for (size_t i = 0; i < np; i++) {
     const KernelParam *p = &s->sig->params[i];
     LLVMValueRef at = LLVMBuildInBoundsGEP2(B, ptr, LLVMGetParam(fn, 0), (LLVMValueRef[]){LLVMConstInt(i64, i, 0)}, 1, "");
@@ -402,6 +424,7 @@ static void make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
   LLVMBuildCall2(B, LLVMGlobalGetValueType(body), body, args, (unsigned)(np + nv), "");
   LLVMBuildRetVoid(B);
   free(args);
+  return true;
 }
 
 static bool state_alloc(State *s, size_t n) {
@@ -441,7 +464,7 @@ static bool render_body(State *s, const UOp *root, const char *name) {
   LLVMPositionBuilderAtEnd(s->r.b, LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "entry"));
   if (!emit_effects(s, root)) return false;
   LLVMBuildRetVoid(s->r.b);
-  if (!s->r.h->kernel_cc) make_cpu_entry(s, s->fn, name);
+  if (!s->r.h->kernel_cc && !make_cpu_entry(s, s->fn, name)) return ctx_set_error(s->r.ctx, "render: out of memory"), false;
   return true;
 }
 

@@ -138,34 +138,20 @@ static LLVMValueRef alu_mulacc(const Renderer *r, const UOp *u, LLVMValueRef *s)
   return narrow(r, render_intrinsic(r, "llvm.fma", &t, 1, args, 3), d, via);
 }
 
-/* A scalar-only float32 intrinsic, lane by lane on a vector. */
-static LLVMValueRef per_lane(const Renderer *r, const char *name, LLVMValueRef x, DType d) {
-  if (d.lanes == 1) return render_intrinsic(r, name, NULL, 0, &x, 1);
-  LLVMValueRef v = LLVMGetPoison(render_type(r, d));
-  for (unsigned i = 0; i < d.lanes; i++) {
-    LLVMValueRef idx = LLVMConstInt(LLVMInt32TypeInContext(r->lc), i, 0);
-    LLVMValueRef lane = LLVMBuildExtractElement(r->b, x, idx, "");
-    v = LLVMBuildInsertElement(r->b, v, render_intrinsic(r, name, NULL, 0, &lane, 1), idx, "");
-  }
-  return v;
-}
-
-/* EXP2, LOG2, SIN: the target's functions (hooks.c) in float32 or float64,
- * float16/bfloat16 widened to float32. Where a target has no float64 ones
- * the pipeline lowered them to polynomials first (lib/codegen). */
+/* EXP2, LOG2, SIN: llvm.exp2/log2/sin (libm on the CPU) in float32 or
+ * float64, float16/bfloat16 widened to float32 as the evaluator does. What
+ * the target has no function for the pipeline lowered first (hooks.c). */
 static LLVMValueRef alu_transcendental(const Renderer *r, const UOp *u, LLVMValueRef x) {
   DType d = u->dtype;
-  const TargetHooks *h = r->h;
-  const char *name = u->op == UJ_OP_EXP2 ? h->exp2 : u->op == UJ_OP_LOG2 ? h->log2 : h->sin;
-  if (d.scalar == UJ_FLOAT64 && !h->libm_float64) {
-    ctx_set_error(r->ctx, "render: float64 %s on %s must be lowered first", op_table[u->op].name,
-                  target_kind_names[r->t->kind]);
+  if (!(r->h->libm_scalars & (1u << d.scalar))) {
+    char dt[32];
+    ctx_set_error(r->ctx, "render: %s of %s on %s must be lowered first", op_table[u->op].name,
+                  dtype_str(d, dt, sizeof dt), target_kind_names[r->t->kind]);
     return NULL;
   }
+  const char *name = u->op == UJ_OP_EXP2 ? "llvm.exp2" : u->op == UJ_OP_LOG2 ? "llvm.log2" : "llvm.sin";
   uj_scalar via = d.scalar == UJ_FLOAT64 ? UJ_FLOAT64 : UJ_FLOAT32;
-  DType w = dt_with_scalar(d, via);
-  LLVMValueRef y = h->overloaded ? call1(r, name, w, widen(r, x, d, via)) : per_lane(r, name, widen(r, x, d, via), w);
-  return narrow(r, y, d, via);
+  return narrow(r, call1(r, name, dt_with_scalar(d, via), widen(r, x, d, via)), d, via);
 }
 
 /* ---- CAST and BITCAST ---- */

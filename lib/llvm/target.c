@@ -13,7 +13,8 @@
 
 #include "llvm/target.h"
 
-const char *const target_kind_names[TARGET_COUNT] = {"cpu", "nvptx", "amdgpu"};
+const char *const target_kind_names[] = {"cpu", "nvptx", "amdgpu"};
+_Static_assert(sizeof target_kind_names / sizeof *target_kind_names == TARGET_COUNT, "a name per TargetKind");
 
 typedef struct ArchInfo {
   const char *name;

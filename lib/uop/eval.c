@@ -88,6 +88,8 @@ struct Eval {
   size_t nstores, cap_stores;
   uint64_t *store_words;
   size_t nstore_words, cap_store_words;
+  uintptr_t *written; /* set of element addresses stored to: 0 = empty slot */
+  size_t nwritten, cap_written;
 };
 
 /* ---- errors ---- */
@@ -146,7 +148,7 @@ Eval *eval_new(Ctx *ctx) {
 
 static void results_clear(Eval *ev) {
   void *owned[] = {ev->order, ev->where, ev->words, ev->ptrs, ev->in_loop, ev->open, ev->done,
-                   ev->stamp, ev->pushed, ev->walk, ev->steps, ev->stores, ev->store_words};
+                   ev->stamp, ev->pushed, ev->walk, ev->steps, ev->stores, ev->store_words, ev->written};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
   Eval keep = *ev; /* the bindings stay */
   memset(ev, 0, sizeof *ev);
@@ -350,7 +352,37 @@ static bool access_ok(Eval *ev, const UOp *u, const Pointer *p) {
               (long long)p->count);
 }
 
-/* LOAD(ptr[, alt]): the element at ptr; alt (or zero) when ptr is off. */
+/* ---- the set of elements stored to in this run ---- */
+
+static size_t written_slot(const Eval *ev, uintptr_t at) {
+  size_t mask = ev->cap_written - 1, i = (size_t)((at * 0x9e3779b97f4a7c15ull) >> 17) & mask;
+  while (ev->written[i] && ev->written[i] != at) i = (i + 1) & mask;
+  return i;
+}
+
+static bool was_written(const Eval *ev, const unsigned char *at) {
+  return ev->cap_written && ev->written[written_slot(ev, (uintptr_t)at)] != 0;
+}
+
+static bool mark_written(Eval *ev, const unsigned char *at) {
+  if (2 * (ev->nwritten + 1) > ev->cap_written) { /* rehash at half full */
+    size_t cap = ev->cap_written ? 2 * ev->cap_written : 64;
+    uintptr_t *old = ev->written, *fresh = calloc(cap, sizeof *fresh);
+    if (!fresh) return fail_nomem(ev);
+    size_t old_cap = ev->cap_written;
+    ev->written = fresh, ev->cap_written = cap;
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i]) ev->written[written_slot(ev, old[i])] = old[i];
+    free(old);
+  }
+  size_t i = written_slot(ev, (uintptr_t)at);
+  if (!ev->written[i]) ev->written[i] = (uintptr_t)at, ev->nwritten++;
+  return true;
+}
+
+/* LOAD(ptr[, alt]): the element at ptr; alt (or zero) when ptr is off. An
+ * element this run stored to already is an error: a kernel reads memory as
+ * it was before it ran, which a compiled loop cannot do once it wrote. */
 static bool eval_load(Eval *ev, const UOp *u) {
   const Pointer *p = pointer_of(ev, u->src[0]);
   uint64_t *out = words_of(ev, u);
@@ -361,7 +393,11 @@ static bool eval_load(Eval *ev, const UOp *u) {
     return true;
   }
   if (!access_ok(ev, u, p)) return false;
-  mem_read(p->data + (size_t)p->index * elem_bytes(u->dtype), u->dtype, out);
+  const unsigned char *at = p->data + (size_t)p->index * elem_bytes(u->dtype);
+  if (was_written(ev, at))
+    return fail(ev, u, "element %lld was stored earlier in this run (a kernel reads memory as it was before it ran)",
+                (long long)p->index);
+  mem_read(at, u->dtype, out);
   return true;
 }
 
@@ -380,8 +416,10 @@ static bool eval_store(Eval *ev, const UOp *u) {
     ev->store_words = w;
   }
   if (!stores) return fail_nomem(ev);
+  unsigned char *at = p->data + (size_t)p->index * elem_bytes(d);
+  if (!mark_written(ev, at)) return false;
   memcpy(ev->store_words + ev->nstore_words, words_of(ev, u->src[1]), d.lanes * sizeof(uint64_t));
-  ev->stores[ev->nstores++] = (Store){p->data + (size_t)p->index * elem_bytes(d), d, ev->nstore_words};
+  ev->stores[ev->nstores++] = (Store){at, d, ev->nstore_words};
   ev->nstore_words += d.lanes;
   return true;
 }
@@ -522,7 +560,6 @@ static bool run_effects(Eval *ev, const UOp *root) {
     Step *st = &ev->steps[top - 1];
     if (st->next < st->u->nsrc) {
       const UOp *s = st->u->src[st->next++];
-      if (st->u->op == UJ_OP_END && st->next == 1) continue; /* the RANGE itself */
       if (!step_start(ev, s, &top)) return false;
       continue;
     }
