@@ -1,11 +1,12 @@
 /* test_jit_property.c — thousands of random kernels through the CPU JIT,
  * diffed with the evaluator (bit-exact: no transcendental functions).
  *
- * Each kernel: 0, 1 or 2 nested RANGE loops (constant or variable bounds)
- * over buffers of float32, int32, int8, uint16, float64; a random
- * expression (ALU ops, casts, compares under WHERE, gated loads with an
- * alternative, shared subexpressions) stored to an output at the loop's
- * flat index. UJ_PROPERTY_KERNELS sets how many (default 1500). A failure
+ * Each kernel: 0, 1 or 2 nested RANGE loops (constant or variable bounds),
+ * or a triangular loop run by two sibling ENDs of one RANGE with a STORE
+ * after them, reached twice (shape()); over buffers of float32, int32,
+ * int8, uint16, float64; random expressions (ALU ops, casts, compares under
+ * WHERE, gated loads with an alternative, shared subexpressions) stored to
+ * outputs at the loops' flat index. UJ_PROPERTY_KERNELS sets how many (default 1500). A failure
  * prints the seed and the kernel. */
 #include "jit_util.h"
 
@@ -117,22 +118,53 @@ static const UOp *void2(Ctx *ctx, Op op, const UOp *a, const UOp *b) {
   return uop_new(ctx, op, dt_scalar(UJ_VOID), (const UOp *[]){a, b}, 2, arg_none());
 }
 
+/* The loop structure around the stores, one of four shapes:
+ *  0-2: 0, 1 or 2 nested loops, one STORE to slot 0 at the flat index;
+ *  3:   a triangular inner loop (bound r0) run twice, by two sibling
+ *       ENDs of one RANGE, the second storing another value to slot 6, the
+ *       outer END reached twice from the SINK, and a STORE after the inner
+ *       loops. Values shared between the loops are re-emitted as needed. */
+static const UOp *shape(Gen *g, int loops, bool variable, int out, int *nstore_slots) {
+  Ctx *ctx = g->ctx;
+  DType i32 = dt_scalar(UJ_INT32);
+  const UOp *m = uop_const_int(ctx, i32, M);
+  const UOp *r0 = loops ? range(g, 0, N, variable) : NULL;
+  const UOp *r1 = NULL;
+  if (loops == 2) r1 = range(g, 1, M, false);
+  if (loops == 3) { /* r1 < r0 < N: r1 <= N - 2 < M; zero steps when r0 = 0 */
+    int64_t axis = 1;
+    r1 = uop_new(ctx, UJ_OP_RANGE, i32, &r0, 1, (Arg){"loop", &axis, 1});
+  }
+  g->idx = !loops ? uop_const_int(ctx, i32, pick(g, N)) : !r1 ? r0 : uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, r0, m), r1);
+  g->npool = 0;
+  const UOp *st = void2(ctx, UJ_OP_STORE, uop_binary(ctx, UJ_OP_INDEX, param(g, 0, scalars[out]), g->idx),
+                        gen(g, out, 1 + pick(g, 4)));
+  *nstore_slots = 1;
+  if (loops < 3) {
+    if (r1) st = void2(ctx, UJ_OP_END, r1, st);
+    return r0 ? void2(ctx, UJ_OP_END, r0, st) : st;
+  }
+  *nstore_slots = 2;
+  const UOp *st6 = void2(ctx, UJ_OP_STORE, uop_binary(ctx, UJ_OP_INDEX, param(g, 1 + NSCALARS, scalars[out]), g->idx),
+                         gen(g, out, 1 + pick(g, 3)));
+  g->idx = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, r0, m), uop_const_int(ctx, i32, M - 1));
+  g->npool = 0; /* the pool's values may depend on r1, closed here */
+  const UOp *after = void2(ctx, UJ_OP_STORE, uop_binary(ctx, UJ_OP_INDEX, param(g, 0, scalars[out]), g->idx),
+                           gen(g, out, 1 + pick(g, 3)));
+  const UOp *body[3] = {void2(ctx, UJ_OP_END, r1, st), void2(ctx, UJ_OP_END, r1, st6), after};
+  const UOp *outer = uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), (const UOp *[]){r0, body[0], body[1], body[2]}, 4, arg_none());
+  return uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), (const UOp *[]){outer, outer}, 2, arg_none());
+}
+
 /* One random kernel and its buffers; returns the kernel. */
 static const UOp *kernel(Gen *g, JitBuffers *b, bool *uses_var) {
   Ctx *ctx = g->ctx;
-  int loops = pick(g, 3), out = pick(g, NSCALARS);
-  bool variable = loops > 0 && pick(g, 3) == 0;
-  const UOp *r0 = loops ? range(g, 0, N, variable) : NULL, *r1 = loops == 2 ? range(g, 1, M, false) : NULL;
-  DType i32 = dt_scalar(UJ_INT32);
-  g->idx = !loops ? uop_const_int(ctx, i32, pick(g, N)) : !r1 ? r0 : uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, r0, uop_const_int(ctx, i32, M)), r1);
-  g->npool = 0;
-  const UOp *v = gen(g, out, 1 + pick(g, 4));
-  const UOp *st = void2(ctx, UJ_OP_STORE, uop_binary(ctx, UJ_OP_INDEX, param(g, 0, scalars[out]), g->idx), v);
-  if (r1) st = void2(ctx, UJ_OP_END, r1, st);
-  if (r0) st = void2(ctx, UJ_OP_END, r0, st);
-  b->n = 1 + NSCALARS;
+  int loops = pick(g, 4), out = pick(g, NSCALARS), nstores;
+  bool variable = (loops == 1 || loops == 2) && pick(g, 3) == 0;
+  const UOp *st = shape(g, loops, variable, out, &nstores);
+  b->n = 1 + NSCALARS + (nstores > 1);
   for (int i = 0; i < b->n; i++) {
-    uj_scalar s = scalars[i ? i - 1 : out];
+    uj_scalar s = scalars[i == 0 || i > NSCALARS ? out : i - 1];
     b->dtype[i] = dt_scalar(s), b->count[i] = N * M;
     size_t bytes = N * M * jit_elem_bytes(b->dtype[i]);
     b->init[i] = malloc(bytes);
@@ -144,7 +176,7 @@ static const UOp *kernel(Gen *g, JitBuffers *b, bool *uses_var) {
     }
   }
   *uses_var = variable;
-  return uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), &st, 1, arg_none());
+  return st->op == UJ_OP_SINK ? st : uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), &st, 1, arg_none());
 }
 
 int main(void) {
