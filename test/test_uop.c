@@ -13,6 +13,29 @@
 #include "uop/uop.h"
 
 /* A valid node of op; `v` varies one part of it (an arg int or a source). */
+/* A tensor op on a (2, v+1) view of a BUFFER; v varies the node. */
+static const UOp *sample_tensor(Ctx *ctx, Op op, int64_t v) {
+  DType pf = uj_dtype_ptr(UJ_FLOAT32, 1, UJ_AS_GLOBAL);
+  const UOp *buf = uj_uop_new(ctx, UJ_OP_BUFFER, pf, NULL, 0, (Arg){"CPU", (int64_t[]){0, 2 * (v + 1)}, 2});
+  const UOp *t = uj_uop_new(ctx, UJ_OP_RESHAPE, dt_scalar(UJ_FLOAT32), &buf, 1, (Arg){NULL, (int64_t[]){2, v + 1}, 2});
+  int64_t ints[4] = {0, 1, 0, 1}, reshape[2] = {v + 1, 2}, unit[3] = {2, v + 1, 1}, wide[3] = {2, v + 1, 3},
+          order[2] = {1, 0};
+  Arg arg = {NULL, ints, 2};
+  switch (op) {
+  case UJ_OP_RESHAPE: arg.ints = reshape; break;
+  case UJ_OP_EXPAND:
+    t = uj_uop_new(ctx, UJ_OP_RESHAPE, dt_scalar(UJ_FLOAT32), &t, 1, (Arg){NULL, unit, 3});
+    arg = (Arg){NULL, wide, 3};
+    break;
+  case UJ_OP_PERMUTE: arg.ints = order; break;
+  case UJ_OP_FLIP: arg.nints = 1; break;
+  case UJ_OP_PAD: ints[1] = v, arg.nints = 4; break;
+  case UJ_OP_SHRINK: ints[3] = 1, ints[1] = 2, arg.nints = 4; break;
+  default: arg = (Arg){"ADD", ints, 1}; break; /* REDUCE */
+  }
+  return uj_uop_new(ctx, op, dt_scalar(UJ_FLOAT32), &t, 1, arg);
+}
+
 static const UOp *sample(Ctx *ctx, Op op, int64_t v) {
   DType i32 = dt_scalar(UJ_INT32), f32 = dt_scalar(UJ_FLOAT32),
         pf = uj_dtype_ptr(UJ_FLOAT32, 1, UJ_AS_GLOBAL);
@@ -43,6 +66,13 @@ static const UOp *sample(Ctx *ctx, Op op, int64_t v) {
                       arg_none());
   case UJ_OP_MULACC: src[2] = cv; return uj_uop_new(ctx, op, i32, src, 3, arg_none());
   case UJ_OP_RANGE: return uj_uop_new(ctx, op, i32, &cv, 1, (Arg){"loop", (int64_t[]){v}, 1});
+  case UJ_OP_RESHAPE:
+  case UJ_OP_EXPAND:
+  case UJ_OP_PERMUTE:
+  case UJ_OP_FLIP:
+  case UJ_OP_PAD:
+  case UJ_OP_SHRINK:
+  case UJ_OP_REDUCE: return sample_tensor(ctx, op, v);
   case UJ_OP_VECTORIZE: return uj_uop_new(ctx, op, uj_dtype_vec(UJ_INT32, 2), (const UOp *[]){c0, cv}, 2, arg_none());
   case UJ_OP_GEP:
     return uj_uop_new(ctx, op, i32, (const UOp *[]){sample(ctx, UJ_OP_VECTORIZE, v)}, 1, (Arg){NULL, (int64_t[]){1}, 1});

@@ -305,6 +305,59 @@ static void test_vector_ops(Ctx *ctx, const Nodes *n) {
   expect(ctx, __LINE__, "GEP takes one lane number", UJ_OP_GEP, S(UJ_INT32), arg_none(), 1, n->v4, NO, NO, NO);
 }
 
+/* RESHAPE .. REDUCE: each rule accepts its arg against the source's shape
+ * and rejects a bad one naming both shapes (the text form's parser reports
+ * the same messages with a position). */
+static void test_tensor_ops(Ctx *ctx) {
+  static const struct {
+    const char *text, *want; /* want NULL: accepted */
+  } cases[] = {
+    {"(RESHAPE 3 2 %t)", NULL},
+    {"(RESHAPE 6 1 1 %t)", NULL},
+    {"(RESHAPE 4 2 %t)", "RESHAPE of (2, 3) to (4, 2): 6 elements are not 8"},
+    {"(RESHAPE -6 -1 %t)", "RESHAPE to (-6, -1): a negative size"},
+    {"(EXPAND 2 3 5 (RESHAPE 2 3 1 %t))", NULL},
+    {"(EXPAND 4 3 %t)", "EXPAND of (2, 3) to (4, 3): only axes of size 1 expand"},
+    {"(EXPAND 2 3 1 %t)", "EXPAND of (2, 3) to (2, 3, 1)"},
+    {"(PERMUTE 1 0 %t)", NULL},
+    {"(PERMUTE 0 %t)", "PERMUTE of (2, 3) by (0,): the order must name each of its 2 axes once"},
+    {"(PERMUTE 1 1 %t)", "axis 1 is given twice"},
+    {"(PERMUTE 0 2 %t)", "axis 2 is not an axis of shape (2, 3)"},
+    {"(FLIP 1 %t)", NULL},
+    {"(FLIP %t)", NULL},
+    {"(FLIP 5 %t)", "axis 5 is not an axis of shape (2, 3)"},
+    {"(PAD 0 1 2 3 %t)", NULL},
+    {"(PAD 0 1 %t)", "PAD of (2, 3) takes 2 (lo, hi) pairs, not 2 ints"},
+    {"(PAD 0 -1 0 0 %t)", "PAD of (2, 3): (0, -1) is out of range for axis 0"},
+    {"(SHRINK 0 2 1 3 %t)", NULL},
+    {"(SHRINK 0 2 2 1 %t)", "SHRINK of (2, 3): (2, 1) is out of range for axis 1"},
+    {"(SHRINK 0 3 0 3 %t)", "SHRINK of (2, 3): (0, 3) is out of range for axis 0"},
+    {"(REDUCE ADD 1 %t)", NULL},
+    {"(REDUCE MAX 0 1 %t)", NULL},
+    {"(REDUCE SUB 0 %t)", "REDUCE by 'SUB': it reduces by ADD, MUL or MAX"},
+    {"(REDUCE ADD 2 %t)", "axis 2 is not an axis of shape (2, 3)"},
+    {"(REDUCE ADD (RESHAPE 2 3 (BUFFER:bool* 1 6 CPU)))", "REDUCE ADD does not take dtype bool"},
+    {"(REDUCE ADD (CONST:int32 1) (CONST:int32 4))", "REDUCE source 1 is a CONST, not a RANGE"},
+    {"(REDUCE ADD 0 (CONST:int32 1) (RANGE loop 0 (CONST:int32 4)))", "REDUCE over RANGEs takes no axes"},
+    {"(ADD %t (PERMUTE 1 0 %t))", "sources have different shapes (2, 3) and (3, 2)"},
+    {"(WHERE (CMPLT %t %t) %t (FLIP 0 (RESHAPE 3 2 %t)))", "sources have different shapes (2, 3) and (3, 2)"},
+    {"(RESHAPE 3 2 (PARAM:float32* 0))", "RESHAPE takes a value or a BUFFER, not float32*"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "%%t = (RESHAPE 2 3 (BUFFER:float32* 0 6 CPU))\n%s", cases[i].text);
+    const UOp *u = uj_parse(ctx, text, "t");
+    if (!cases[i].want) CHECK(u != NULL, "%s: %s", cases[i].text, uj_error(ctx));
+    else CHECK(!u && strstr(uj_error(ctx), cases[i].want), "%s: want '%s', got '%s'", cases[i].text, cases[i].want,
+               uj_error(ctx));
+  }
+  const UOp *r = uj_parse(ctx, "(PAD 1 2 0 0 (RESHAPE 2 3 (BUFFER:float32* 0 6 CPU)))", "t");
+  CHECK(r && r->ndim == 2 && r->shape[0] == 5 && r->shape[1] == 3 && r->dtype.scalar == UJ_FLOAT32,
+        "PAD shape (5, 3), float32");
+  r = uj_parse(ctx, "(REDUCE ADD 0 (RESHAPE 2 3 (BUFFER:float32* 0 6 CPU)))", "t");
+  CHECK(r && r->ndim == 2 && r->shape[0] == 1 && r->shape[1] == 3, "REDUCE keeps the axis as 1");
+}
+
 static void test_bad_calls_and_graphs(Ctx *ctx, const Nodes *n) {
   CHECK(!uj_uop_new(ctx, UJ_OP_COUNT, S(UJ_INT32), NULL, 0, arg_none()) &&
             strstr(uj_error(ctx), "unknown op"),
@@ -346,6 +399,7 @@ int main(void) {
   test_ternary_ops(ctx, &n);
   test_loop_ops(ctx, &n);
   test_vector_ops(ctx, &n);
+  test_tensor_ops(ctx);
   test_bad_calls_and_graphs(ctx, &n);
   uj_ctx_free(ctx);
   return check_report("test_uop_spec");

@@ -73,6 +73,9 @@ typedef enum uj_op {
   UJ_OP_RANGE, UJ_OP_END,
   /* vectors */
   UJ_OP_VECTORIZE, UJ_OP_GEP,
+  /* tensors: movement and reduction */
+  UJ_OP_RESHAPE, UJ_OP_EXPAND, UJ_OP_PERMUTE, UJ_OP_FLIP, UJ_OP_PAD, UJ_OP_SHRINK,
+  UJ_OP_REDUCE,
   UJ_OP_COUNT
 } uj_op;
 
@@ -80,7 +83,9 @@ typedef enum uj_op {
  * mean depends on the op (docs/ir.md): CONST holds its value in ints[0]
  * (see uj_const_*), DEFINE_VAR its name and [min, max], PARAM its slot,
  * BUFFER (id, size) and its device name, CALL the callee and launch dims,
- * RANGE its kind ("loop", "global", ...) and axis number, GEP its lane. */
+ * RANGE its kind ("loop", "global", ...) and axis number, GEP its lane,
+ * RESHAPE/EXPAND the new shape, PERMUTE the order, FLIP the axes, PAD and
+ * SHRINK (lo, hi) per axis, REDUCE its op name ("ADD") and axes. */
 typedef struct uj_arg {
   const char *name;     /* NULL when the op takes no name */
   const int64_t *ints;  /* may be NULL when nints == 0 */

@@ -9,11 +9,26 @@
 #include <string.h>
 
 #include "uop/alu.h"
+#include "uop/movement.h"
 #include "uop/uop.h"
 
 #define FAIL(...) (snprintf(buf, size, __VA_ARGS__), buf)
 
 static const char *dname(DType d, char *b, size_t n) { return dtype_str(d, b, n); }
+
+/* All value sources of u (from index `from` on) share one shape. */
+static const char *same_shapes(const UOp *u, uint32_t from, char *buf, size_t size) {
+  const UOp *a = u->src[from];
+  for (uint32_t i = from + 1; i < u->nsrc; i++) {
+    const UOp *b = u->src[i];
+    if (a->ndim != b->ndim || (a->ndim && memcmp(a->shape, b->shape, a->ndim * sizeof *a->shape) != 0)) {
+      char x[160], y[160];
+      return FAIL("sources have different shapes %s and %s", shape_str(a->shape, a->ndim, x, sizeof x),
+                  shape_str(b->shape, b->ndim, y, sizeof y));
+    }
+  }
+  return NULL;
+}
 
 /* All value sources of u (from index `from` on) share one dtype. */
 static const char *same_dtypes(const UOp *u, uint32_t from, char *buf, size_t size) {
@@ -40,6 +55,7 @@ static const char *accepts(const UOp *u, DType d, unsigned acc, char *buf, size_
 
 static const char *alu_rule(const UOp *u, DType *out, unsigned acc, char *buf, size_t size) {
   const char *err = same_dtypes(u, 0, buf, size);
+  if (!err) err = same_shapes(u, 0, buf, size);
   if (err) return err;
   err = accepts(u, u->src[0]->dtype, acc, buf, size);
   if (err) return err;
@@ -75,6 +91,7 @@ static const char *rule_where_values(const UOp *u, DType *out, char *buf, size_t
   char a[32];
   if (!dt_is_bool(c)) return FAIL("WHERE condition must be bool, not %s", dname(c, a, sizeof a));
   const char *err = same_dtypes(u, 1, buf, size);
+  if (!err) err = same_shapes(u, 0, buf, size); /* the condition's too */
   if (err) return err;
   DType v = u->src[1]->dtype;
   if (dt_is_ptr(v) || dt_is_void(v)) return FAIL("WHERE values must be values, not %s", dname(v, a, sizeof a));
@@ -281,6 +298,13 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_END]     = {"END",        2, -1,  ARG_NONE,   0,                    true,  rule_end},
   [UJ_OP_VECTORIZE] = {"VECTORIZE", 1, -1, ARG_NONE,   0,                    true,  rule_vectorize},
   [UJ_OP_GEP]     = {"GEP",        1, 1,   ARG_LANE,   0,                    true,  rule_gep},
+  [UJ_OP_RESHAPE] = {"RESHAPE",    1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_reshape},
+  [UJ_OP_EXPAND]  = {"EXPAND",     1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_expand},
+  [UJ_OP_PERMUTE] = {"PERMUTE",    1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_permute},
+  [UJ_OP_FLIP]    = {"FLIP",       1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_flip},
+  [UJ_OP_PAD]     = {"PAD",        1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_pad_shrink},
+  [UJ_OP_SHRINK]  = {"SHRINK",     1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_pad_shrink},
+  [UJ_OP_REDUCE]  = {"REDUCE",     1, -1,  ARG_REDUCE, 0,                    true,  movement_rule_reduce},
 };
 
 const char *const axis_kind_names[AXIS_COUNT] = {

@@ -439,9 +439,10 @@ static bool arg_const(Parser *p, const Frame *f) {
   return push_int(p, (int64_t)word) && advance(p);
 }
 
-static bool arg_dims(Parser *p, Frame *f) {
+/* Any number of int atoms. */
+static bool arg_ints(Parser *p, Frame *f, const char *what) {
   while (p->tok.kind == TOK_WORD)
-    if (!arg_int(p, f, "a launch dimension")) return false;
+    if (!arg_int(p, f, what)) return false;
   return true;
 }
 
@@ -463,13 +464,19 @@ static bool read_arg(Parser *p, Frame *f) {
     ok = arg_int(p, f, "an id") && arg_int(p, f, "a size") && arg_name(p, f, "a device name");
     break;
   case ARG_CALL:
-    ok = arg_name(p, f, "a callee name") && arg_dims(p, f);
+    ok = arg_name(p, f, "a callee name") && arg_ints(p, f, "a launch dimension");
     break;
   case ARG_RANGE:
     ok = arg_name(p, f, "an axis kind") && arg_int(p, f, "an axis number");
     break;
   case ARG_LANE:
     ok = arg_int(p, f, "a lane number");
+    break;
+  case ARG_INTS:
+    ok = arg_ints(p, f, "an int");
+    break;
+  case ARG_REDUCE:
+    ok = arg_name(p, f, "an op name") && arg_ints(p, f, "an axis");
     break;
   }
   if (ok && (p->tok.kind == TOK_WORD || p->tok.kind == TOK_STRING))

@@ -7,6 +7,7 @@
  * range. uint64 values above INT64_MAX have no bounds (bounded = false). */
 #include <string.h>
 
+#include "uop/movement.h"
 #include "uop/uop.h"
 
 bool dtype_full_bounds(DType d, int64_t *lo, int64_t *hi) {
@@ -194,15 +195,17 @@ void uop_compute_bounds(UOp *u) {
   set_bounds(u, bounds_of(u));
 }
 
-/* Shape: BUFFER has (size); elementwise ops take their first source's;
- * everything else is a scalar (). The tensor-level ops of the scheduler
- * issue add their own rules here. */
+/* Shape: BUFFER has (size); elementwise ops take their first source's (the
+ * type rule checks the others agree); movement ops and REDUCE follow their
+ * arg (movement.c); everything else is a scalar (). */
 bool uop_compute_shape(Ctx *ctx, UOp *u) {
   if (u->op == UJ_OP_BUFFER) {
     int64_t *shape = ctx_alloc(ctx, sizeof *shape);
     if (!shape) return false;
     shape[0] = u->ints[1];
     u->shape = shape, u->ndim = 1;
+  } else if (op_has((Op)u->op, OPF_MOVEMENT) || u->op == UJ_OP_REDUCE) {
+    return movement_shape(ctx, u);
   } else if (op_has((Op)u->op, OPF_ALU) && u->nsrc > 0) {
     const UOp *first = u->op == UJ_OP_WHERE ? u->src[1] : u->src[0];
     u->shape = first->shape, u->ndim = first->ndim;

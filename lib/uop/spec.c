@@ -23,6 +23,8 @@ static const char *arg_layout_error(ArgKind kind, Arg arg) {
   case ARG_CALL: return !arg.name ? "takes a callee name" : NULL;
   case ARG_RANGE: return !arg.name || arg.nints != 1 ? "takes an axis kind and an axis number" : NULL;
   case ARG_LANE: return arg.name || arg.nints != 1 ? "takes one lane number" : NULL;
+  case ARG_INTS: return arg.name ? "takes only ints" : NULL;
+  case ARG_REDUCE: return !arg.name ? "takes an op name and axes" : NULL;
   }
   return "has an unknown arg kind";
 }

@@ -108,6 +108,8 @@ typedef enum ArgKind {
   ARG_CALL,   /* name: callee, ints: launch dims (any count) */
   ARG_RANGE,  /* name: axis kind (axis_kind_names), ints: axis number */
   ARG_LANE,   /* ints[0]: a lane of a vector */
+  ARG_INTS,   /* ints: a shape, an order, axes or (lo, hi) pairs */
+  ARG_REDUCE, /* name: the op (ADD, MUL, MAX), ints: axes */
 } ArgKind;
 
 /* What a RANGE's loop becomes: a plain loop, a grid index (GPU threads; a
@@ -129,6 +131,7 @@ enum OpFlag {
   OPF_COMMUTATIVE = 1 << 4, /* f(a, b) == f(b, a) */
   OPF_ASSOCIATIVE = 1 << 5, /* f(f(a, b), c) == f(a, f(b, c)) on ints */
   OPF_COMPARE = 1 << 6,     /* result is bool */
+  OPF_MOVEMENT = 1 << 7,    /* moves data: shape from the arg (movement.c) */
 };
 
 /* Type rule: checks the sources and arg of u; on success writes the dtype

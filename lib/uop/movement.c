@@ -1,0 +1,174 @@
+/* movement.c — the tensor-level ops that move data without computing:
+ * RESHAPE, EXPAND, PERMUTE, FLIP, PAD, SHRINK, and REDUCE over axes; their
+ * shapes (computed at creation) and type rules (named in the op table).
+ *
+ * In: a node of one of these ops. Out: its shape (movement_shape), or a
+ * message saying what is wrong with its arg against its source's shape,
+ * naming both shapes (the rules). Shapes are int64 lists; a source's shape
+ * is () for scalars. The rules in docs/ir.md, "Tensor ops". */
+#include <stdio.h>
+#include <string.h>
+
+#include "uop/movement.h"
+
+#define FAIL(...) (snprintf(buf, size, __VA_ARGS__), buf)
+
+/* "(4, 8)" into b. */
+const char *shape_str(const int64_t *shape, unsigned ndim, char *b, size_t n) {
+  size_t at = (size_t)snprintf(b, n, "(");
+  for (unsigned i = 0; i < ndim && at < n; i++)
+    at += (size_t)snprintf(b + at, n - at, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  if (at < n) snprintf(b + at, n - at, ndim == 1 ? ",)" : ")");
+  return b;
+}
+
+static int64_t shape_count(const int64_t *shape, unsigned ndim) {
+  int64_t n = 1;
+  for (unsigned i = 0; i < ndim; i++)
+    if (__builtin_mul_overflow(n, shape[i], &n)) return -1;
+  return n;
+}
+
+/* ---- shapes ---- */
+
+/* The shape of u from its source's and its arg; an invalid arg still
+ * gives some shape (the type rule reports it). false: out of memory. */
+bool movement_shape(Ctx *ctx, UOp *u) {
+  const UOp *x = u->src[0];
+  unsigned nd = x->ndim;
+  switch (u->op) {
+  case UJ_OP_RESHAPE:
+  case UJ_OP_EXPAND: nd = u->nints; break;
+  case UJ_OP_PAD:
+  case UJ_OP_SHRINK: nd = u->nints / 2 < x->ndim ? u->nints / 2 : x->ndim; break;
+  case UJ_OP_REDUCE: nd = u->nsrc == 1 ? x->ndim : 0; break;
+  default: break;
+  }
+  if (nd > 255) nd = 255;
+  int64_t *s = nd ? ctx_alloc(ctx, nd * sizeof *s) : NULL;
+  if (nd && !s) return false;
+  for (unsigned i = 0; i < nd; i++) {
+    switch (u->op) {
+    case UJ_OP_RESHAPE:
+    case UJ_OP_EXPAND: s[i] = u->ints[i]; break;
+    case UJ_OP_PERMUTE: s[i] = i < u->nints && u->ints[i] >= 0 && u->ints[i] < x->ndim ? x->shape[u->ints[i]] : 0; break;
+    case UJ_OP_PAD: s[i] = x->shape[i] + u->ints[2 * i] + u->ints[2 * i + 1]; break;
+    case UJ_OP_SHRINK: s[i] = u->ints[2 * i + 1] - u->ints[2 * i]; break;
+    default: s[i] = x->shape[i]; break; /* FLIP; REDUCE below */
+    }
+  }
+  for (uint32_t k = 0; u->op == UJ_OP_REDUCE && nd && k < u->nints; k++)
+    if (u->ints[k] >= 0 && u->ints[k] < nd) s[u->ints[k]] = 1;
+  u->shape = s, u->ndim = (uint8_t)nd;
+  return true;
+}
+
+/* ---- type rules ---- */
+
+/* The source is a tensor value, or a BUFFER: a movement op views a
+ * BUFFER's memory as a tensor of its elements (shape (size)). *out: the
+ * elements' dtype. */
+static const char *value_source(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  const UOp *x = u->src[0];
+  bool buffer = x->op == UJ_OP_BUFFER && op_has((Op)u->op, OPF_MOVEMENT);
+  if (!buffer && (dt_is_ptr(x->dtype) || dt_is_void(x->dtype)))
+    return FAIL("%s takes a value or a BUFFER, not %s", op_table[u->op].name, dtype_str(x->dtype, a, sizeof a));
+  *out = dt_base(x->dtype);
+  return NULL;
+}
+
+/* Each int of the arg an axis of x, each once; `what` names them. */
+static const char *axes_error(const UOp *u, const char *what, char *buf, size_t size) {
+  char a[160];
+  const UOp *x = u->src[0];
+  for (uint32_t i = 0; i < u->nints; i++) {
+    if (u->ints[i] < 0 || u->ints[i] >= x->ndim)
+      return FAIL("%s %lld is not an axis of shape %s", what, (long long)u->ints[i],
+                  shape_str(x->shape, x->ndim, a, sizeof a));
+    for (uint32_t j = 0; j < i; j++)
+      if (u->ints[j] == u->ints[i])
+        return FAIL("%s %lld is given twice", what, (long long)u->ints[i]);
+  }
+  return NULL;
+}
+
+const char *movement_rule_reshape(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[160], b[160];
+  const UOp *x = u->src[0];
+  const char *err = value_source(u, out, buf, size);
+  if (err) return err;
+  for (uint32_t i = 0; i < u->nints; i++)
+    if (u->ints[i] < 0) return FAIL("RESHAPE to %s: a negative size", shape_str(u->ints, u->nints, a, sizeof a));
+  if (u->nints > 255) return FAIL("RESHAPE to %u dimensions: at most 255", (unsigned)u->nints);
+  if (shape_count(u->ints, u->nints) != shape_count(x->shape, x->ndim))
+    return FAIL("RESHAPE of %s to %s: %lld elements are not %lld", shape_str(x->shape, x->ndim, a, sizeof a),
+                shape_str(u->ints, u->nints, b, sizeof b), (long long)shape_count(x->shape, x->ndim),
+                (long long)shape_count(u->ints, u->nints));
+  return NULL;
+}
+
+const char *movement_rule_expand(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[160], b[160];
+  const UOp *x = u->src[0];
+  bool ok = u->nints == x->ndim;
+  for (uint32_t i = 0; ok && i < u->nints; i++) ok = u->ints[i] == x->shape[i] || (x->shape[i] == 1 && u->ints[i] >= 0);
+  if (!ok)
+    return FAIL("EXPAND of %s to %s: only axes of size 1 expand, and the rank stays",
+                shape_str(x->shape, x->ndim, a, sizeof a), shape_str(u->ints, u->nints, b, sizeof b));
+  return value_source(u, out, buf, size);
+}
+
+const char *movement_rule_permute(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[160], b[160];
+  const UOp *x = u->src[0];
+  if (u->nints != x->ndim)
+    return FAIL("PERMUTE of %s by %s: the order must name each of its %u axes once",
+                shape_str(x->shape, x->ndim, a, sizeof a), shape_str(u->ints, u->nints, b, sizeof b), x->ndim);
+  const char *err = axes_error(u, "axis", buf, size);
+  return err ? err : value_source(u, out, buf, size);
+}
+
+const char *movement_rule_flip(const UOp *u, DType *out, char *buf, size_t size) {
+  const char *err = axes_error(u, "axis", buf, size);
+  return err ? err : value_source(u, out, buf, size);
+}
+
+/* PAD and SHRINK: (lo, hi) per axis of x. */
+const char *movement_rule_pad_shrink(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[160];
+  const UOp *x = u->src[0];
+  const char *name = op_table[u->op].name;
+  if (u->nints != 2u * x->ndim)
+    return FAIL("%s of %s takes %u (lo, hi) pairs, not %u ints", name, shape_str(x->shape, x->ndim, a, sizeof a),
+                x->ndim, (unsigned)u->nints);
+  for (unsigned i = 0; i < x->ndim; i++) {
+    int64_t lo = u->ints[2 * i], hi = u->ints[2 * i + 1];
+    bool ok = u->op == UJ_OP_PAD ? lo >= 0 && hi >= 0 && lo <= INT64_MAX / 4 && hi <= INT64_MAX / 4
+                                 : 0 <= lo && lo <= hi && hi <= x->shape[i];
+    if (!ok)
+      return FAIL("%s of %s: (%lld, %lld) is out of range for axis %u", name, shape_str(x->shape, x->ndim, a, sizeof a),
+                  (long long)lo, (long long)hi, i);
+  }
+  return value_source(u, out, buf, size);
+}
+
+/* REDUCE: over axes of one tensor source (the tensor form), or over the
+ * RANGE sources after the value (the kernel form); the arg names the op. */
+const char *movement_rule_reduce(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  const UOp *x = u->src[0];
+  Op op;
+  if (!op_from_name(u->name, strlen(u->name), &op) || (op != UJ_OP_ADD && op != UJ_OP_MUL && op != UJ_OP_MAX))
+    return FAIL("REDUCE by '%s': it reduces by ADD, MUL or MAX", u->name);
+  if (!dt_is_int(x->dtype) && !dt_is_float(x->dtype) && !(dt_is_bool(x->dtype) && op == UJ_OP_MAX))
+    return FAIL("REDUCE %s does not take dtype %s", u->name, dtype_str(x->dtype, a, sizeof a));
+  if (u->nints > 0 && u->nsrc == 1 && u->nints > x->ndim)
+    return FAIL("REDUCE over %u axes of a %u-axis tensor", (unsigned)u->nints, x->ndim);
+  for (uint32_t i = 1; i < u->nsrc; i++)
+    if (u->src[i]->op != UJ_OP_RANGE) return FAIL("REDUCE source %u is a %s, not a RANGE", i, op_table[u->src[i]->op].name);
+  if (u->nsrc > 1 && u->nints) return FAIL("REDUCE over RANGEs takes no axes");
+  *out = x->dtype;
+  return u->nsrc == 1 ? axes_error(u, "axis", buf, size) : NULL;
+}
+
