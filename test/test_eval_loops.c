@@ -495,8 +495,43 @@ static void test_deep(void) {
   uj_ctx_free(ctx);
 }
 
+/* REDUCE over RANGEs: values by hand, the identities of empty reductions,
+ * and the errors of a misused one. */
+static void test_reduce(Ctx *ctx) {
+  int32_t p[4] = {0}, x[4] = {3, -5, 7, 2};
+  const char *text = "%j = (RANGE reduce 0 (DEFINE_VAR:int32 n 0 4))\n%v = (LOAD (INDEX (PARAM:int32* 1) %j))\n"
+                     "(SINK (STORE (INDEX (PARAM:int32* 0) (CONST:int32 0)) (REDUCE ADD %v %j))"
+                     " (STORE (INDEX (PARAM:int32* 0) (CONST:int32 1)) (REDUCE MAX %v %j))"
+                     " (STORE (INDEX (PARAM:int32* 0) (CONST:int32 2)) (REDUCE MUL %v %j))"
+                     " (STORE (INDEX (PARAM:int32* 0) (CONST:int32 3)) (REDUCE ADD (REDUCE ADD %j (RANGE reduce 1 (CONST:int32 3))) %j)))";
+  const UOp *root = parse(ctx, text);
+  for (int64_t n = 4; n >= 0; n -= 4) {
+    Eval *ev = eval_new(ctx);
+    CHECK(bind_all(ev, (Mem[]){MEM(p), MEM(x)}, 2) && eval_bind_var(ev, "n", n) && eval_run(ev, root), "run: %s",
+          uj_error(ctx));
+    eval_free(ev);
+    if (n == 4) check_ints("sum, max, product, nested", p, (const int32_t[]){7, 7, -210, 18}, 4);
+    else check_ints("empty: 0, MIN, 1, 0", p, (const int32_t[]){0, INT32_MIN, 1, 0}, 4);
+  }
+  float f[2] = {1, 1};
+  const UOp *empty = parse(ctx, "%r = (RANGE reduce 0 (CONST:int32 0))\n"
+                                "(SINK (STORE (PARAM:float32* 0) (REDUCE ADD (CONST:float32 1.0) %r))"
+                                " (STORE (INDEX (PARAM:float32* 0) (CONST:int32 1)) (REDUCE MAX (CONST:float32 1.0) %r)))");
+  Eval *ev = eval_new(ctx);
+  CHECK(eval_bind_param(ev, 0, f, sizeof f) && eval_run(ev, empty), "run: %s", uj_error(ctx));
+  eval_free(ev);
+  CHECK(f[0] == 0 && signbit(f[0]) && isinf(f[1]) && f[1] < 0, "empty float sum -0.0, max -inf: %g %g", f[0], f[1]);
+  check_fails(ctx, "a REDUCE inside its own RANGE's loop",
+              "%r = (RANGE loop 0 (CONST:int32 2))\n(END %r (STORE (INDEX (PARAM:int32* 0) %r) (REDUCE ADD %r %r)))",
+              "its RANGE is already open");
+  check_fails(ctx, "a tensor REDUCE",
+              "(SINK (STORE (PARAM:int32* 0) (RESHAPE (REDUCE ADD 0 (RESHAPE 4 (BUFFER:int32* 0 4 CPU))))))",
+              "a tensor REDUCE (over axes) is not evaluable");
+}
+
 int main(void) {
   Ctx *ctx = uj_ctx_new();
+  test_reduce(ctx);
   test_single_loop(ctx);
   test_nested_loops(ctx);
   test_var_bound(ctx);

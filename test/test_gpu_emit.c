@@ -126,7 +126,7 @@ static void test_archs(Ctx *ctx, const UOp *k) {
 }
 
 /* A GLOBAL range is the grid's x index on GPUs: thread and block ids. */
-static void test_grid(Ctx *ctx) {
+static void test_grid(Ctx *ctx, GpuRun *g) {
   const UOp *k = uj_parse(ctx,
                           "%i = (RANGE global 0 (DEFINE_VAR:int32 n 1 1048576))\n"
                           "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (LOAD (INDEX (PARAM:float32* 1) %i)))))",
@@ -147,6 +147,17 @@ static void test_grid(Ctx *ctx) {
   const char *cmp = ir ? strstr(ir, "icmp slt i32") : NULL, *trunc = ir ? strstr(ir, "trunc i32") : NULL;
   CHECK(cmp && trunc && cmp < trunc && !strstr(ir, "icmp slt i8"), "int8 grid guard:\n%s", ir ? ir : uj_error(ctx));
   free(ir);
+  /* a matrix-vector product: a grid index and a REDUCE loop; its PTX and
+   * code object join the corpus's for ptxas and llvm-readelf */
+  const UOp *mv = uj_parse(ctx,
+                           "%i = (RANGE global 0 (CONST:int32 256))\n%j = (RANGE reduce 1 (CONST:int32 512))\n"
+                           "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (REDUCE ADD (MUL (LOAD (INDEX (PARAM:float32* 1)"
+                           " (ADD (MUL %i (CONST:int32 512)) %j))) (LOAD (INDEX (PARAM:float32* 2) %j))) %j))))",
+                           "matvec");
+  CorpusKernel ck = {.kernel = mv};
+  snprintf(ck.what, sizeof ck.what, "matvec");
+  if (mv) emit_one(ctx, &ck, g);
+  else CHECK(mv != NULL, "matvec: %s", uj_error(ctx));
 }
 
 int main(void) {
@@ -161,7 +172,7 @@ int main(void) {
   snprintf(g.dir, sizeof g.dir, "%s/uj-gpu-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(g.dir)) return perror("mkdtemp"), 1;
   Ctx *ctx = uj_ctx_new();
-  test_grid(ctx);
+  test_grid(ctx, &g);
   corpus_each(ctx, emit_one, &g);
   printf("test_gpu_emit: %d kernels\n", g.n);
   if (g.ptxas) check_ptx(&g);

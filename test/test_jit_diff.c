@@ -63,6 +63,28 @@ static void test_structures(Ctx *ctx) {
             "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (LOAD (INDEX (PARAM:float32* 1) %far %off) (CONST:float32 2.5)))"
             " (STORE (INDEX (PARAM:float32* 2) %far %off) (CONST:float32 1.0))))",
             "gated off, far out of bounds", NULL, NULL, 0);
+  /* REDUCE over RANGEs: accumulators in loop order (float sums bit-exact) */
+  diff_text(ctx,
+            "%i = (RANGE loop 0 (CONST:int32 4))\n%j = (RANGE reduce 1 (CONST:int32 4))\n%k = (ADD (MUL %i (CONST:int32 4)) %j)\n"
+            "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (REDUCE ADD (MUL (LOAD (INDEX (PARAM:float32* 1) %k))"
+            " (FDIV (LOAD (INDEX (PARAM:float32* 2) %j)) (CONST:float32 7.0))) %j))"
+            " (STORE (INDEX (PARAM:float32* 0) (ADD %i (CONST:int32 4))) (REDUCE MAX (LOAD (INDEX (PARAM:float32* 1) %k)) %j))"
+            " (STORE (INDEX (PARAM:float32* 0) (ADD %i (CONST:int32 8))) (REDUCE MUL (LOAD (INDEX (PARAM:float32* 2) %k)) %j))))",
+            "REDUCE ADD, MAX, MUL in a loop", NULL, NULL, 0);
+  diff_text(ctx,
+            "%a = (RANGE reduce 0 (CONST:int32 4))\n%b = (RANGE reduce 1 (ADD %a (CONST:int32 1)))\n"
+            "%n = (RANGE reduce 2 (DEFINE_VAR:int32 n 0 16))\n"
+            "(SINK (STORE (PARAM:float32* 0) (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %a (CONST:int32 4)) %b))) %a %b))"
+            " (STORE (INDEX (PARAM:float32* 0) (CONST:int32 1)) (ADD (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) %n)) %n)"
+            " (REDUCE MAX (REDUCE ADD (CAST:float32 (MUL %a %b)) %b) %a))))",
+            "nested, triangular, variable-bound and reduce-of-reduce", n_name, &n_values[2], 1);
+  diff_text(ctx,
+            "%j = (RANGE reduce 0 (CONST:int32 16))\n%v = (LOAD (INDEX (PARAM:float32* 1) %j))\n"
+            "(SINK (STORE (PARAM:float32* 0) (REDUCE MAX (WHERE (CMPLT %v (CONST:float32 90.0)) %v (FDIV (CONST:float32 0.0) (CONST:float32 0.0))) %j))"
+            " (STORE (INDEX (PARAM:float32* 0) (CONST:int32 1)) (REDUCE ADD (NEG (CONST:float32 0.0)) %j))"
+            " (STORE (INDEX (PARAM:float32* 0) (CONST:int32 2)) (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1) (CONST:int32 3)))"
+            " (RANGE reduce 1 (CONST:int32 0)))))",
+            "MAX with a NaN, a sum of -0.0, an empty sum", NULL, NULL, 0);
   diff_text(ctx,
             "%i = (RANGE loop 0 (CONST:int32 4))\n%v = (LOAD (INDEX (PARAM:float32x4* 1) %i))\n"
             "(SINK (END %i (STORE (INDEX (PARAM:float32x4* 0) %i) (VECTORIZE (GEP 3 %v) (GEP 2 %v)"

@@ -24,6 +24,7 @@ typedef struct Loop {
   const UOp *range;
   LLVMBasicBlockRef pre, header, exit;
   LLVMValueRef phi; /* NULL for a grid index */
+  LLVMValueRef acc; /* a REDUCE's accumulator phi, or NULL */
   uint64_t serial;
 } Loop;
 
@@ -41,9 +42,10 @@ typedef struct State {
    * emitted in, the walk that pushed it, emitted as an effect at depth 0 */
   LLVMValueRef *val, *gate;
   uint32_t *lvl;
-  uint64_t *ser, *pushed, walks;
+  uint64_t *ser, *pushed, walks, walk_id; /* walk_id: the walk in progress */
   unsigned char *done0;
   Frame *walk, *steps;
+  size_t walk_top, walk_cap; /* walks nest (REDUCE): each pushes above the last */
   Loop loops[MAX_LOOPS];
   unsigned depth;
   uint64_t serials;
@@ -156,6 +158,40 @@ static LLVMValueRef emit_vectorize(State *s, const UOp *u) {
   return v;
 }
 
+static bool emit_value(State *s, const UOp *u);
+static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid);
+static void loop_close(State *s, LLVMValueRef acc_next);
+
+/* REDUCE(v, r0, r1, ...): counted loops over r0 (outermost) .. rn, an
+ * accumulator phi in each header; acc = op(acc, v) in the innermost body,
+ * in loop order (the evaluator's order, so float sums agree bit for bit). */
+static bool emit_reduce(State *s, const UOp *u) {
+  Op op;
+  op_from_name(u->name, strlen(u->name), &op);
+  DType d = u->dtype;
+  LLVMValueRef acc = render_const(&s->r, d, alu_identity(op, (uj_scalar)d.scalar));
+  unsigned n = u->nsrc - 1, first = s->depth;
+  for (unsigned k = 0; k < n; k++) {
+    if (!loop_open(s, u, u->src[1 + k], false)) return false;
+    Loop *L = &s->loops[s->depth - 1];
+    LLVMBasicBlockRef body = LLVMGetInsertBlock(s->r.b);
+    LLVMPositionBuilderBefore(s->r.b, LLVMGetFirstInstruction(L->header));
+    L->acc = LLVMBuildPhi(s->r.b, render_type(&s->r, d), "acc");
+    LLVMAddIncoming(L->acc, &acc, &L->pre, 1);
+    LLVMPositionBuilderAtEnd(s->r.b, body);
+    acc = L->acc;
+  }
+  if (!emit_value(s, u->src[0])) return false;
+  LLVMValueRef next = render_accumulate(&s->r, op, d, acc, s->val[u->src[0]->id]);
+  while (s->depth > first) {
+    LLVMValueRef exit_value = s->loops[s->depth - 1].acc; /* the header's phi, at the exit */
+    loop_close(s, next);
+    next = exit_value;
+  }
+  set_value(s, u, next, NULL);
+  return true;
+}
+
 static bool emit_node(State *s, const UOp *u) {
   switch (u->op) {
   case UJ_OP_CONST: set_value(s, u, render_const(&s->r, u->dtype, uop_const_value(u)), NULL); return true;
@@ -165,6 +201,9 @@ static bool emit_node(State *s, const UOp *u) {
   case UJ_OP_LOAD: emit_load(s, u); return true;
   case UJ_OP_RANGE: return fail(s, u, "RANGE is used outside its END");
   case UJ_OP_VECTORIZE: set_value(s, u, emit_vectorize(s, u), NULL); return true;
+  case UJ_OP_REDUCE:
+    if (u->nsrc == 1) return fail(s, u, "a tensor REDUCE (over axes) reaches the renderer: kernels reduce over RANGEs");
+    return emit_reduce(s, u);
   case UJ_OP_GEP:
     set_value(s, u, LLVMBuildExtractElement(s->r.b, s->val[u->src[0]->id], lane_index(s, u->ints[0]), ""), NULL);
     return true;
@@ -179,26 +218,43 @@ static bool emit_node(State *s, const UOp *u) {
 }
 
 static bool needed(const State *s, const UOp *u) {
-  return !is_effect(u) && !valid(s, u) && s->pushed[u->id] != s->walks;
+  return !is_effect(u) && !valid(s, u) && s->pushed[u->id] != s->walk_id;
 }
 
-/* Emits value u after the sources it needs; iterative (any depth). */
+static bool walk_push(State *s, const UOp *u) {
+  if (s->walk_top == s->walk_cap) {
+    size_t cap = 2 * s->walk_cap + 64;
+    Frame *w = realloc(s->walk, cap * sizeof *w);
+    if (!w) return ctx_set_error(s->r.ctx, "render: out of memory"), false;
+    s->walk = w, s->walk_cap = cap;
+  }
+  s->walk[s->walk_top++] = (Frame){u, 0};
+  s->pushed[u->id] = s->walk_id;
+  return true;
+}
+
+/* Emits value u after the sources it needs; iterative (any depth). A
+ * REDUCE's sources are its own business (emit_reduce), which walks again,
+ * nested, above this walk on the same stack. */
 static bool emit_value(State *s, const UOp *u) {
-  size_t top = 0;
-  s->walks++;
-  if (!needed(s, u)) return true;
-  s->walk[top++] = (Frame){u, 0}, s->pushed[u->id] = s->walks;
-  while (top > 0) {
-    Frame *f = &s->walk[top - 1];
-    if (f->next < f->u->nsrc) {
+  uint64_t outer = s->walk_id;
+  size_t base = s->walk_top;
+  bool ok = true;
+  s->walk_id = ++s->walks;
+  if (needed(s, u)) ok = walk_push(s, u);
+  while (ok && s->walk_top > base) {
+    Frame *f = &s->walk[s->walk_top - 1];
+    if (f->u->op != UJ_OP_REDUCE && f->next < f->u->nsrc) {
       const UOp *src = f->u->src[f->next++];
-      if (needed(s, src)) s->walk[top++] = (Frame){src, 0}, s->pushed[src->id] = s->walks;
+      if (needed(s, src)) ok = walk_push(s, src);
       continue;
     }
-    top--;
-    if (!emit_node(s, f->u)) return false;
+    const UOp *v = f->u;
+    s->walk_top--;
+    ok = emit_node(s, v);
   }
-  return true;
+  s->walk_top = base, s->walk_id = outer;
+  return ok;
 }
 
 /* ---- loops ---- */
@@ -255,21 +311,22 @@ static LLVMValueRef grid_guard(State *s, const UOp *range, int dim, LLVMValueRef
   return bits < 32 ? LLVMBuildTrunc(B, i, t, "") : i;
 }
 
-static bool loop_open(State *s, const UOp *end) {
-  const UOp *range = end->src[0];
+/* Opens the loop of range (for `user`, an END or REDUCE, in messages): a
+ * grid index when grid and the target has one, else a counted loop. */
+static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid) {
   for (unsigned i = 0; i < s->depth; i++)
-    if (s->loops[i].range == range) return fail(s, end, "its RANGE is already open (an END inside itself)");
-  if (s->depth == MAX_LOOPS) return fail(s, end, "loops nest deeper than 64");
+    if (s->loops[i].range == range) return fail(s, user, "its RANGE is already open (inside its own loop)");
+  if (s->depth == MAX_LOOPS) return fail(s, user, "loops nest deeper than 64");
   if (!emit_value(s, range->src[0])) return false;
   LLVMBuilderRef B = s->r.b;
   LLVMValueRef bound = s->val[range->src[0]->id];
   LLVMTypeRef t = render_type(&s->r, range->dtype);
   Loop *L = &s->loops[s->depth];
-  *L = (Loop){range, LLVMGetInsertBlock(B), NULL, NULL, NULL, ++s->serials};
+  *L = (Loop){range, LLVMGetInsertBlock(B), NULL, NULL, NULL, NULL, ++s->serials};
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "body");
   L->exit = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "exit");
   LLVMValueRef i, more;
-  int dim = grid_dim(s, range);
+  int dim = grid ? grid_dim(s, range) : -1;
   if (dim >= 0) {
     i = grid_guard(s, range, dim, bound, &more);
   } else {
@@ -286,7 +343,9 @@ static bool loop_open(State *s, const UOp *end) {
   return true;
 }
 
-static void loop_close(State *s) {
+/* Closes the innermost loop; acc_next: the accumulator's value at the
+ * latch when the loop has one. */
+static void loop_close(State *s, LLVMValueRef acc_next) {
   LLVMBuilderRef B = s->r.b;
   Loop *L = &s->loops[--s->depth];
   if (L->phi) {
@@ -297,6 +356,7 @@ static void loop_close(State *s) {
     LLVMBasicBlockRef blocks[2] = {L->pre, LLVMGetInsertBlock(B)};
     LLVMBuildBr(B, L->header);
     LLVMAddIncoming(L->phi, vals, blocks, 2);
+    if (L->acc) LLVMAddIncoming(L->acc, &acc_next, &blocks[1], 1);
   } else {
     LLVMBuildBr(B, L->exit);
   }
@@ -315,7 +375,7 @@ static bool effect_start(State *s, const UOp *u, size_t *top) {
     return true;
   }
   if (u->op == UJ_OP_END) {
-    if (!loop_open(s, u)) return false;
+    if (!loop_open(s, u, u->src[0], true)) return false;
     s->steps[(*top)++] = (Frame){u, 1};
     return true;
   }
@@ -333,7 +393,7 @@ static bool emit_effects(State *s, const UOp *root) {
       if (!effect_start(s, f->u->src[f->next++], &top)) return false;
       continue;
     }
-    if (f->u->op == UJ_OP_END) loop_close(s);
+    if (f->u->op == UJ_OP_END) loop_close(s, NULL);
     top--;
   }
   return true;
@@ -431,11 +491,11 @@ static bool state_alloc(State *s, size_t n) {
   s->val = calloc(n, sizeof *s->val), s->gate = calloc(n, sizeof *s->gate);
   s->lvl = calloc(n, sizeof *s->lvl), s->ser = calloc(n, sizeof *s->ser);
   s->pushed = calloc(n, sizeof *s->pushed), s->done0 = calloc(n, 1);
-  s->walk = malloc(n * sizeof *s->walk), s->steps = malloc(n * sizeof *s->steps);
+  s->steps = malloc(n * sizeof *s->steps);
   size_t na = s->sig->nparams + s->sig->nvars + 1;
   s->params = calloc(na, sizeof *s->params);
   s->vars = s->params + s->sig->nparams;
-  return s->val && s->gate && s->lvl && s->ser && s->pushed && s->done0 && s->walk && s->steps && s->params;
+  return s->val && s->gate && s->lvl && s->ser && s->pushed && s->done0 && s->steps && s->params;
 }
 
 static void state_free(State *s) {

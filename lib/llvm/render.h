@@ -43,5 +43,7 @@ LLVMValueRef render_intrinsic(const Renderer *r, const char *name, LLVMTypeRef *
 /* The value of ALU node u from its sources' values; NULL with an error set
  * when the target cannot compute it. */
 LLVMValueRef render_alu(const Renderer *r, const UOp *u, LLVMValueRef *src);
+/* op(acc, v) for a REDUCE's op (ADD, MUL, MAX) on dtype d. */
+LLVMValueRef render_accumulate(const Renderer *r, Op op, DType d, LLVMValueRef acc, LLVMValueRef v);
 
 #endif

@@ -105,8 +105,7 @@ static LLVMValueRef alu_compare(const Renderer *r, const UOp *u, LLVMValueRef a,
 static LLVMValueRef widen(const Renderer *r, LLVMValueRef x, DType d, uj_scalar via);
 static LLVMValueRef narrow(const Renderer *r, LLVMValueRef x, DType d, uj_scalar via);
 
-static LLVMValueRef alu_max(const Renderer *r, const UOp *u, LLVMValueRef a, LLVMValueRef b) {
-  DType d = u->dtype;
+static LLVMValueRef alu_max(const Renderer *r, DType d, LLVMValueRef a, LLVMValueRef b) {
   if (dt_is_bool(d)) return LLVMBuildOr(r->b, a, b, "");
   if (!dt_is_float(d)) {
     LLVMTypeRef t = render_type(r, d);
@@ -219,10 +218,10 @@ static LLVMValueRef alu_bitcast(const Renderer *r, const UOp *u, LLVMValueRef x)
 
 /* ---- the dispatcher ---- */
 
-static LLVMValueRef alu_arith(const Renderer *r, const UOp *u, LLVMValueRef a, LLVMValueRef b) {
-  bool f = dt_is_float(u->dtype);
+static LLVMValueRef alu_arith(const Renderer *r, Op op, DType d, LLVMValueRef a, LLVMValueRef b) {
+  bool f = dt_is_float(d);
   LLVMBuilderRef B = r->b;
-  switch (u->op) {
+  switch (op) {
   case UJ_OP_ADD: return f ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
   case UJ_OP_SUB: return f ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
   case UJ_OP_MUL: return f ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
@@ -252,12 +251,16 @@ LLVMValueRef render_alu(const Renderer *r, const UOp *u, LLVMValueRef *s) {
   case UJ_OP_CMPLT:
   case UJ_OP_CMPNE:
   case UJ_OP_CMPEQ: return alu_compare(r, u, s[0], s[1]);
-  case UJ_OP_MAX: return alu_max(r, u, s[0], s[1]);
+  case UJ_OP_MAX: return alu_max(r, d, s[0], s[1]);
   case UJ_OP_WHERE: return LLVMBuildSelect(r->b, s[0], s[1], s[2], "");
   case UJ_OP_MULACC: return alu_mulacc(r, u, s);
   default: break;
   }
-  LLVMValueRef v = u->nsrc == 2 ? alu_arith(r, u, s[0], s[1]) : NULL;
+  LLVMValueRef v = u->nsrc == 2 ? alu_arith(r, (Op)u->op, d, s[0], s[1]) : NULL;
   if (!v) ctx_set_error(r->ctx, "render: %s is not an ALU op the renderer knows", op_table[u->op].name);
   return v;
+}
+
+LLVMValueRef render_accumulate(const Renderer *r, Op op, DType d, LLVMValueRef acc, LLVMValueRef v) {
+  return op == UJ_OP_MAX ? alu_max(r, d, acc, v) : alu_arith(r, op, d, acc, v);
 }

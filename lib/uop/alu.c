@@ -296,3 +296,12 @@ uint64_t alu_eval(Op op, uj_scalar out, uj_scalar in, const uint64_t *x) {
   if (is_float) return float_binary(op, in, bitsd(x[0]), bitsd(x[1]));
   return int_binary(op, in, x[0], x[1]);
 }
+
+uint64_t alu_identity(Op op, uj_scalar s) {
+  const ScalarInfo *info = &scalar_table[s];
+  if (op == UJ_OP_MUL) return info->is_float ? word_from_double(s, 1.0) : 1;
+  if (op == UJ_OP_ADD) return info->is_float ? word_from_double(s, -0.0) : 0;
+  if (info->is_float) return word_from_double(s, -__builtin_inf());
+  if (!info->is_signed) return 0; /* and bool false */
+  return word_from_int(s, info->bits == 64 ? INT64_MIN : -(int64_t)(1ull << (info->bits - 1)));
+}

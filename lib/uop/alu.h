@@ -20,6 +20,10 @@ uint64_t word_from_int(uj_scalar s, int64_t v);
 /* The value of an op on one lane. `out` is the result scalar; `in` is the
  * scalar of the first value operand (the second for WHERE). */
 uint64_t alu_eval(Op op, uj_scalar out, uj_scalar in, const uint64_t *args);
+/* The word a REDUCE by op (ADD, MUL, MAX) starts from: 0 (-0.0 for floats,
+ * since -0 + x is x for every x), 1, or the lowest value (-inf, MIN,
+ * false, 0 unsigned). */
+uint64_t alu_identity(Op op, uj_scalar s);
 /* The bit pattern of a value as stored in memory (IEEE bits for floats,
  * two's complement truncated to the width for ints, 0/1 for bool), and the
  * word of such a pattern; BITCAST is one after the other. */

@@ -81,8 +81,9 @@ struct Eval {
   unsigned char *in_loop, *open, *done;
   uint64_t *stamp, epoch; /* epoch: +1 at every loop step */
   size_t depth;           /* ENDs open */
-  uint64_t *pushed, walks; /* by id: the walk that pushed the node */
-  Frame *walk;             /* stack for computing values */
+  uint64_t *pushed, walks, walk_id; /* by id: the walk that pushed the node */
+  Frame *walk;                       /* stack for computing values; walks nest */
+  size_t walk_top, walk_cap;         /* (REDUCE), each above the last */
   Step *steps;            /* stack of effects */
   Store *stores;
   size_t nstores, cap_stores;
@@ -274,9 +275,9 @@ static bool results_alloc(Eval *ev, const UOp *root) {
   ev->where = calloc(nnodes, sizeof *ev->where);
   ev->in_loop = calloc(nnodes, 1), ev->open = calloc(nnodes, 1), ev->done = calloc(nnodes, 1);
   ev->stamp = calloc(nnodes, sizeof *ev->stamp), ev->pushed = calloc(nnodes, sizeof *ev->pushed);
-  ev->walk = malloc(nnodes * sizeof *ev->walk), ev->steps = malloc(nnodes * sizeof *ev->steps);
+  ev->steps = malloc(nnodes * sizeof *ev->steps);
   if (!ev->order || !ev->where || !ev->in_loop || !ev->open || !ev->done || !ev->stamp ||
-      !ev->pushed || !ev->walk || !ev->steps)
+      !ev->pushed || !ev->steps)
     return false;
   ev->nwhere = nnodes;
   for (size_t i = 0; i < ev->norder; i++) {
@@ -444,6 +445,8 @@ static bool eval_alu(Eval *ev, const UOp *u) {
   return true;
 }
 
+static bool eval_reduce(Eval *ev, const UOp *u);
+
 static bool eval_node(Eval *ev, const UOp *u) {
   switch ((Op)u->op) {
   case UJ_OP_SINK: return true; /* its sources are evaluated already */
@@ -457,6 +460,7 @@ static bool eval_node(Eval *ev, const UOp *u) {
   case UJ_OP_LOAD: return eval_load(ev, u);
   case UJ_OP_STORE: return eval_store(ev, u);
   case UJ_OP_RANGE: return eval_range(ev, u);
+  case UJ_OP_REDUCE: return eval_reduce(ev, u);
   case UJ_OP_VECTORIZE:
     for (uint32_t i = 0; i < u->nsrc; i++) words_of(ev, u)[i] = words_of(ev, u->src[i])[0];
     return true;
@@ -481,29 +485,82 @@ static bool value_ready(const Eval *ev, const UOp *u) {
  * it), not pushed in this walk. */
 static bool value_needed(const Eval *ev, const UOp *u) {
   return !is_effect(u) && !value_ready(ev, u) && !(u->op == UJ_OP_RANGE && ev->open[u->id]) &&
-         ev->pushed[u->id] != ev->walks;
+         ev->pushed[u->id] != ev->walk_id;
+}
+
+static bool walk_push(Eval *ev, const UOp *u) {
+  if (ev->walk_top == ev->walk_cap) {
+    size_t cap = 2 * ev->walk_cap + 64;
+    Frame *w = realloc(ev->walk, cap * sizeof *w);
+    if (!w) return fail_nomem(ev);
+    ev->walk = w, ev->walk_cap = cap;
+  }
+  ev->walk[ev->walk_top++] = (Frame){u, 0};
+  ev->pushed[u->id] = ev->walk_id;
+  return true;
 }
 
 /* Computes value node u, after the sources it needs, unless it is ready for
- * this step of the loops. Effects under it are not run. */
+ * this step of the loops. Effects under it are not run; a REDUCE computes
+ * its own sources (eval_reduce), in a walk nested above this one. */
 static bool eval_value_node(Eval *ev, const UOp *u) {
-  size_t top = 0;
-  ev->walks++;
-  if (!value_needed(ev, u)) return true;
-  ev->walk[top++] = (Frame){u, 0};
-  ev->pushed[u->id] = ev->walks;
-  while (top > 0) {
-    Frame *f = &ev->walk[top - 1];
-    if (f->next < f->u->nsrc) {
+  uint64_t outer = ev->walk_id;
+  size_t base = ev->walk_top;
+  bool ok = true;
+  ev->walk_id = ++ev->walks;
+  if (value_needed(ev, u)) ok = walk_push(ev, u);
+  while (ok && ev->walk_top > base) {
+    Frame *f = &ev->walk[ev->walk_top - 1];
+    if (f->u->op != UJ_OP_REDUCE && f->next < f->u->nsrc) {
       const UOp *s = f->u->src[f->next++];
-      if (value_needed(ev, s)) ev->walk[top++] = (Frame){s, 0}, ev->pushed[s->id] = ev->walks;
+      if (value_needed(ev, s)) ok = walk_push(ev, s);
       continue;
     }
-    top--;
-    if (!eval_node(ev, f->u)) return false;
-    ev->stamp[f->u->id] = ev->epoch;
+    const UOp *v = f->u;
+    ev->walk_top--;
+    ok = eval_node(ev, v);
+    if (ok) ev->stamp[v->id] = ev->epoch;
   }
-  return true;
+  ev->walk_top = base, ev->walk_id = outer;
+  return ok;
+}
+
+/* ---- REDUCE over RANGEs ---- */
+
+/* The loops of ranges k.. of u, innermost last; acc = op(acc, value) lane
+ * by lane at each innermost step, in loop order. */
+static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *acc) {
+  uj_scalar s = (uj_scalar)u->dtype.scalar;
+  if (k == u->nsrc) {
+    if (!eval_value_node(ev, u->src[0])) return false;
+    const uint64_t *v = words_of(ev, u->src[0]);
+    for (unsigned lane = 0; lane < u->dtype.lanes; lane++)
+      acc[lane] = alu_eval(op, s, s, (const uint64_t[]){acc[lane], v[lane], 0});
+    return true;
+  }
+  const UOp *r = u->src[k];
+  if (ev->open[r->id]) return fail(ev, u, "its RANGE is already open (inside its own loop)");
+  if (!eval_value_node(ev, r->src[0])) return false;
+  uint64_t w = words_of(ev, r->src[0])[0];
+  int64_t trip = !dt_is_signed(r->dtype) && w > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)w;
+  bool ok = true;
+  ev->open[r->id] = 1, ev->depth++;
+  for (int64_t i = 0; ok && i < trip; i++) {
+    words_of(ev, r)[0] = word_from_int((uj_scalar)r->dtype.scalar, i);
+    ev->stamp[r->id] = ++ev->epoch;
+    ok = reduce_level(ev, u, op, k + 1, acc);
+  }
+  ev->open[r->id] = 0, ev->depth--, ev->epoch++; /* the body's values are stale */
+  return ok;
+}
+
+static bool eval_reduce(Eval *ev, const UOp *u) {
+  Op op = UJ_OP_ADD;
+  if (u->nsrc == 1) return fail(ev, u, "a tensor REDUCE (over axes) is not evaluable: kernels reduce over RANGEs");
+  op_from_name(u->name, strlen(u->name), &op);
+  uint64_t *acc = words_of(ev, u);
+  for (unsigned lane = 0; lane < u->dtype.lanes; lane++) acc[lane] = alu_identity(op, (uj_scalar)u->dtype.scalar);
+  return reduce_level(ev, u, op, 1, acc);
 }
 
 /* ---- effects: SINK, END, STORE ---- */
