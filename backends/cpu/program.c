@@ -149,7 +149,8 @@ static bool name_ok(Ctx *ctx, const char *name) {
 static bool program_build(Ctx *ctx, CpuJit *j, uj_program *p) {
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMContextRef lc = LLVMOrcThreadSafeContextGetContext(tsc);
-  PipelineRequest req = {&j->target, j->tm, p->symbol, true, NULL};
+  PipelineRequest req = {.target = &j->target, .tm = j->tm, .name = p->symbol, .optimize = true,
+                         .display_name = p->name};
   LLVMModuleRef mod = pipeline_compile(ctx, p->kernel, lc, &req, &p->sig);
   if (!mod) return LLVMOrcDisposeThreadSafeContext(tsc), false;
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc); /* takes mod */

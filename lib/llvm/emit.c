@@ -52,7 +52,8 @@ char *uj_emit(uj_ctx *ctx, const uj_uop *kernel, uj_emit_kind kind, const char *
   LLVMContextRef lc = LLVMContextCreate();
   KernelSig sig;
   char *out = NULL;
-  PipelineRequest req = {&t, tm, "kernel", kind != UJ_EMIT_IR, kind == UJ_EMIT_IR ? &out : NULL};
+  PipelineRequest req = {.target = &t, .tm = tm, .name = "kernel", .optimize = kind != UJ_EMIT_IR,
+                         .ir_before = kind == UJ_EMIT_IR ? &out : NULL};
   LLVMModuleRef mod = pipeline_compile(ctx, kernel, lc, &req, &sig);
   if (mod && kind != UJ_EMIT_IR) out = emit_stage(ctx, mod, tm, kind, len);
   else if (out && len) *len = strlen(out);

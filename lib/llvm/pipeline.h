@@ -2,7 +2,10 @@
  * emission of its stages (IR, assembly, PTX, object code).
  *
  *   kernel UOps ─ check ─ simplify ─ lower (GPU: float64 transcendentals)
- *     ─ signature ─ render + verify ─ default<O2> ─ module
+ *     ─ signature ─ render + verify ─ LLVM passes ─ module
+ *
+ * The passes: on the CPU, O2's without the partial unrolling of vector
+ * loops (pipeline.c says why); on GPUs, default<O2>.
  *
  * In: a kernel in ctx, a Target, an LLVM context. Out: the module (the
  * caller owns it) and the kernel's signature; with UJ_DEBUG set, the stages
@@ -17,10 +20,11 @@
 
 typedef struct PipelineRequest {
   const Target *target;
-  LLVMTargetMachineRef tm; /* for the pass pipeline */
-  const char *name;        /* the kernel's function name */
-  bool optimize;           /* run default<O2> */
-  char **ir_before;        /* if not NULL: the IR before the passes (malloc'd) */
+  LLVMTargetMachineRef tm;  /* for the pass pipeline */
+  const char *name;         /* the kernel's function name */
+  bool optimize;            /* run the LLVM passes */
+  char **ir_before;         /* if not NULL: the IR before the passes (malloc'd) */
+  const char *display_name; /* the user's name in UJ_DEBUG dumps; NULL: name */
 } PipelineRequest;
 
 LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, const PipelineRequest *req,
