@@ -17,6 +17,14 @@ static void test_cache(Ctx *ctx) {
   CHECK(a && a == b, "an equal kernel gives the cached program");
   CHECK(uj_program_nparams(a) == 2 && uj_program_nvars(a) == 1 && strcmp(uj_program_var_name(a, 0), "n") == 0,
         "signature: 2 params, var n");
+  uj_dtype dt;
+  bool stored = false;
+  int64_t lo = -1, hi = -1;
+  CHECK(uj_program_param(a, 0, &dt, &stored) && stored && dt.scalar == UJ_FLOAT32 && dt.space == UJ_AS_GLOBAL,
+        "slot 0: float32*, stored");
+  CHECK(uj_program_param(a, 1, &dt, &stored) && !stored && !uj_program_param(a, 2, &dt, &stored), "slot 1 loaded; no 2");
+  CHECK(uj_program_var(a, 0, &dt, &lo, &hi) && lo == 0 && hi == 64 && dt.scalar == UJ_INT32 && !uj_program_var(a, 1, NULL, NULL, NULL),
+        "var n: int32 in [0, 64]");
   uj_program_free(b); /* one reference left */
   float x[4] = {1, 2, 3, 4}, y[4] = {0};
   void *args[2] = {y, x};
@@ -67,6 +75,28 @@ static void test_compile_errors(Ctx *ctx) {
   CHECK(!uj_compile(ctx, k, NULL) && strstr(uj_error(ctx), "not a node of this context"), "foreign kernel: %s",
         uj_error(ctx));
   uj_ctx_free(other);
+}
+
+/* The signature is the kernel's as written: a variable or slot the
+ * simplifier drops is still passed. */
+static void test_signature_as_written(Ctx *ctx) {
+  const UOp *k = uj_parse(ctx, "(SINK (STORE (INDEX (PARAM:int32* 0) (CONST:int32 0)) (ADD (MUL (DEFINE_VAR:int32 a 0 10)"
+                               " (CONST:int32 0)) (ADD (DEFINE_VAR:int32 b 0 10) (MUL (CAST:int32 (LOAD (PARAM:int8* 1)))"
+                               " (CONST:int32 0))))))", "sig");
+  uj_program *p = k ? uj_compile(ctx, k, "sig") : NULL;
+  int32_t out = -1;
+  int8_t unused = 5;
+  void *args[2] = {&out, &unused};
+  int64_t vars[2] = {3, 7};
+  CHECK(p && uj_program_nparams(p) == 2 && uj_program_nvars(p) == 2, "2 params, 2 vars: %s", uj_error(ctx));
+  CHECK(p && uj_run(p, args, 2, vars, 2) == UJ_OK && out == 7, "runs: %d %s", out, uj_error(ctx));
+  uj_program_free(p);
+  char *ptx = k ? uj_emit(ctx, k, UJ_EMIT_PTX, NULL, NULL) : NULL;
+  CHECK(ptx && strstr(ptx, "kernel_param_3"), "PTX has 4 params (2 slots, 2 vars)");
+  free(ptx);
+  char *ir = k ? uj_emit(ctx, k, UJ_EMIT_IR_OPT, NULL, NULL) : NULL;
+  CHECK(ir && strstr(ir, "target datalayout"), "the optimized IR has the target's data layout");
+  free(ir);
 }
 
 static void test_run_errors(Ctx *ctx) {
@@ -143,6 +173,7 @@ int main(void) {
   Ctx *ctx = uj_ctx_new();
   test_cache(ctx);
   test_compile_errors(ctx);
+  test_signature_as_written(ctx);
   test_run_errors(ctx);
   test_emit_errors(ctx);
   test_cycles(ctx);

@@ -157,7 +157,7 @@ static bool program_build(Ctx *ctx, CpuJit *j, uj_program *p) {
   LLVMOrcDisposeThreadSafeContext(tsc);
   p->tracker = LLVMOrcJITDylibCreateResourceTracker(j->dylib);
   LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModuleWithRT(j->jit, p->tracker, tsm); /* takes tsm */
-  if (err) return LLVMOrcDisposeThreadSafeModule(tsm), orc_fail(ctx, "cannot add the module", err);
+  if (err) return orc_fail(ctx, "cannot add the module", err); /* tsm was taken, even so */
   LLVMOrcExecutorAddress addr = 0;
   err = LLVMOrcLLJITLookup(j->jit, &addr, p->symbol); /* machine code is made here */
   if (err) return orc_fail(ctx, "cannot compile the kernel", err);
@@ -242,6 +242,22 @@ uj_status uj_run(uj_program *p, void *const *args, size_t nargs, const int64_t *
 
 size_t uj_program_nparams(const uj_program *p) { return p ? p->sig.nparams : 0; }
 size_t uj_program_nvars(const uj_program *p) { return p ? p->sig.nvars : 0; }
+bool uj_program_param(const uj_program *p, size_t slot, uj_dtype *dtype, bool *stored) {
+  if (!p || slot >= p->sig.nparams || !p->sig.params[slot].used) return false;
+  if (dtype) *dtype = p->sig.params[slot].dtype;
+  if (stored) *stored = p->sig.params[slot].stored;
+  return true;
+}
+
+bool uj_program_var(const uj_program *p, size_t i, uj_dtype *dtype, int64_t *min, int64_t *max) {
+  if (!p || i >= p->sig.nvars) return false;
+  const KernelVar *v = &p->sig.vars[i];
+  if (dtype) *dtype = v->dtype;
+  if (min) *min = v->min;
+  if (max) *max = v->max;
+  return true;
+}
+
 const char *uj_program_var_name(const uj_program *p, size_t i) {
   return p && i < p->sig.nvars ? p->sig.vars[i].name : NULL;
 }

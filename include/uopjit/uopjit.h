@@ -173,6 +173,11 @@ size_t uj_program_nparams(const uj_program *p);
  * after which they must not be used (nor freed again). */
 size_t uj_program_nvars(const uj_program *p);
 const char *uj_program_var_name(const uj_program *p, size_t i);
+/* PARAM slot's dtype (a pointer for a buffer) and whether the kernel
+ * stores through it; false when no PARAM of the kernel has that slot. */
+bool uj_program_param(const uj_program *p, size_t slot, uj_dtype *dtype, bool *stored);
+/* Variable i's dtype and the range [min, max] uj_run accepts. */
+bool uj_program_var(const uj_program *p, size_t i, uj_dtype *dtype, int64_t *min, int64_t *max);
 void uj_program_free(uj_program *p);
 
 /* The stage `kind` of kernel as a malloc'd buffer (free with free()), its

@@ -217,7 +217,6 @@ static bool optimize(Ctx *ctx, LLVMModuleRef mod, const PipelineRequest *req) {
 /* The graph-level passes: what the renderer takes is simplified and has
  * only ops the target computes. */
 static const UOp *lower_kernel(Ctx *ctx, const UOp *kernel, const Target *t) {
-  if (!spec_check_graph(ctx, kernel)) return NULL;
   const UOp *k = symbolic_simplify(ctx, kernel);
   unsigned floats = 1u << UJ_FLOAT16 | 1u << UJ_BFLOAT16 | 1u << UJ_FLOAT32 | 1u << UJ_FLOAT64;
   unsigned lower = floats & ~target_hooks[t->kind].libm_scalars;
@@ -232,10 +231,18 @@ LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, c
     ctx_set_error(ctx, "compile: the kernel is not a node of this context");
     return NULL;
   }
+  /* the signature is the kernel's as given: what the simplifier drops
+   * stays a parameter, so the host passes what it sees in its graph */
+  if (!spec_check_graph(ctx, kernel) || !kernel_sig_build(ctx, kernel, sig)) return NULL;
   const UOp *k = lower_kernel(ctx, kernel, req->target);
-  if (!k || !kernel_sig_build(ctx, k, sig)) return NULL;
+  if (!k) return kernel_sig_free(sig), NULL;
   if (debug >= 2) debug_uops(ctx, k, req);
   LLVMModuleRef mod = render_kernel(ctx, lc, req->target, k, sig, req->name);
+  if (mod) { /* the passes see the target's data layout, not LLVM's default */
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(req->tm);
+    LLVMSetModuleDataLayout(mod, layout);
+    LLVMDisposeTargetData(layout);
+  }
   if (mod && debug >= 3) debug_ir(mod, "LLVM IR", req);
   if (mod && req->ir_before) *req->ir_before = pipeline_ir_text(mod);
   if (mod && req->optimize && !optimize(ctx, mod, req)) LLVMDisposeModule(mod), mod = NULL;

@@ -1,10 +1,10 @@
 /* kernel.c — what a kernel takes and which elements it touches, read from
  * its graph through the public API.
  *
- * In: a kernel's root (already compiled, so its shape is checked). Out:
- * sig_read: its PARAM slots with their dtypes and whether STOREs go
- * through them, and its DEFINE_VARs sorted by name (the order uj_run takes
- * them in). sig_accesses: with the variables bound to values, the range of
+ * In: a kernel's root and its compiled program. Out: sig_read: the
+ * program's PARAM slots with their dtypes and whether STOREs go through
+ * them, and its DEFINE_VARs sorted by name (the order uj_run takes them
+ * in), from the library (uj_program_param, uj_program_var). sig_accesses: with the variables bound to values, the range of
  * elements each slot's LOADs and STOREs may touch, from the bounds of their
  * indexes (docs/ir.md, "Bounds") after the bound graph is simplified. */
 #include <stdlib.h>
@@ -12,7 +12,6 @@
 
 #include "tool.h"
 
-enum { SIG_MAX_SLOT = 65535 }; /* the library's own limit is lower */
 
 /* The nodes under root, sources before users, each once: malloc'd, the
  * count in *n; NULL on no memory. An explicit stack: graphs may be deep. */
@@ -43,65 +42,24 @@ static const uj_uop **graph_nodes(uj_ctx *ctx, const uj_uop *root, size_t *n) {
   return out;
 }
 
-/* The PARAM a pointer comes from through INDEXes, or NULL. */
-static const uj_uop *base_param(const uj_uop *p) {
-  while (uj_uop_op(p) == UJ_OP_INDEX) p = uj_uop_src(p, 0);
-  return uj_uop_op(p) == UJ_OP_PARAM ? p : NULL;
-}
-
 /* ---- the signature ---- */
 
-static bool sig_add_param(Sig *sig, const uj_uop *u) {
-  int64_t slot = uj_uop_arg(u).ints[0];
-  char a[32], b[32];
-  if (slot > SIG_MAX_SLOT) return report("PARAM slot %lld is too large", (long long)slot), false;
-  if ((size_t)slot >= sig->nparams) {
-    SigParam *p = realloc(sig->params, ((size_t)slot + 1) * sizeof *p);
-    if (!p) return report("out of memory"), false;
-    memset(p + sig->nparams, 0, ((size_t)slot + 1 - sig->nparams) * sizeof *p);
-    sig->params = p, sig->nparams = (size_t)slot + 1;
-  }
-  SigParam *p = &sig->params[slot];
-  if (p->used && !uj_dtype_eq(p->dtype, uj_uop_dtype(u))) {
-    report("PARAM %lld is used as %s and as %s", (long long)slot,
-           uj_dtype_name(p->dtype, a, sizeof a), uj_dtype_name(uj_uop_dtype(u), b, sizeof b));
-    return false;
-  }
-  p->used = true, p->dtype = uj_uop_dtype(u);
-  return true;
-}
-
-/* Adds a DEFINE_VAR, keeping the list sorted by name (once per name). */
-static bool sig_add_var(Sig *sig, const uj_uop *u) {
-  uj_arg arg = uj_uop_arg(u);
-  if (sig_var(sig, arg.name) >= 0) return true;
-  SigVar *vars = realloc(sig->vars, (sig->nvars + 1) * sizeof *vars);
-  if (!vars) return report("out of memory"), false;
-  sig->vars = vars;
-  size_t at = sig->nvars++;
-  while (at > 0 && strcmp(vars[at - 1].name, arg.name) > 0) vars[at] = vars[at - 1], at--;
-  vars[at] = (SigVar){arg.name, uj_uop_dtype(u), arg.ints[0], arg.ints[1]};
-  return true;
-}
-
-bool sig_read(uj_ctx *ctx, const uj_uop *root, Sig *sig) {
+bool sig_read(const uj_program *prog, Sig *sig) {
   memset(sig, 0, sizeof *sig);
-  size_t n;
-  const uj_uop **nodes = graph_nodes(ctx, root, &n);
-  bool ok = nodes != NULL;
-  for (size_t i = 0; ok && i < n; i++) {
-    uj_op op = uj_uop_op(nodes[i]);
-    if (op == UJ_OP_PARAM) ok = sig_add_param(sig, nodes[i]);
-    else if (op == UJ_OP_DEFINE_VAR) ok = sig_add_var(sig, nodes[i]);
+  sig->nparams = uj_program_nparams(prog), sig->nvars = uj_program_nvars(prog);
+  sig->params = calloc(sig->nparams + 1, sizeof *sig->params);
+  sig->vars = calloc(sig->nvars + 1, sizeof *sig->vars);
+  if (!sig->params || !sig->vars) return sig_free(sig), report("out of memory"), false;
+  for (size_t i = 0; i < sig->nparams; i++) {
+    SigParam *p = &sig->params[i];
+    p->used = uj_program_param(prog, i, &p->dtype, &p->stored);
   }
-  for (size_t i = 0; ok && i < n; i++) { /* every slot is known by now */
-    const uj_uop *p =
-        uj_uop_op(nodes[i]) == UJ_OP_STORE ? base_param(uj_uop_src(nodes[i], 0)) : NULL;
-    if (p) sig->params[uj_uop_arg(p).ints[0]].stored = true;
+  for (size_t i = 0; i < sig->nvars; i++) {
+    SigVar *v = &sig->vars[i];
+    v->name = uj_program_var_name(prog, i);
+    uj_program_var(prog, i, &v->dtype, &v->min, &v->max);
   }
-  free(nodes);
-  if (!ok) sig_free(sig);
-  return ok;
+  return true;
 }
 
 void sig_free(Sig *sig) {

@@ -109,7 +109,7 @@ static bool run_load(Run *r) {
     report("%s: %s", r->where, uj_error(r->ctx));
     return false;
   }
-  if (!sig_read(r->ctx, r->root, &r->sig)) return false;
+  if (!sig_read(r->program, &r->sig)) return false;
   r->bufs = calloc(r->sig.nparams ? r->sig.nparams : 1, sizeof *r->bufs);
   r->values = calloc(r->sig.nvars ? r->sig.nvars : 1, sizeof *r->values);
   r->given = calloc(r->sig.nvars ? r->sig.nvars : 1, sizeof *r->given);

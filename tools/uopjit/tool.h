@@ -117,8 +117,8 @@ typedef struct SigVar {
   int64_t min, max;
 } SigVar;
 
-/* What a kernel takes, read from its graph as written: its PARAM slots
- * (nparams = highest slot + 1) and its DEFINE_VARs in name order. */
+/* What a compiled kernel takes: its PARAM slots (nparams = highest slot
+ * + 1) and its DEFINE_VARs in name order. */
 typedef struct Sig {
   SigParam *params;
   size_t nparams;
@@ -134,7 +134,7 @@ typedef struct SigAccess {
   int64_t lo, hi;
 } SigAccess;
 
-bool sig_read(uj_ctx *ctx, const uj_uop *root, Sig *sig);
+bool sig_read(const uj_program *prog, Sig *sig);
 void sig_free(Sig *sig);
 /* The index of variable `name`, or -1. */
 long sig_var(const Sig *sig, const char *name);
