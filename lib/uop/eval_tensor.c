@@ -1,0 +1,329 @@
+/* eval_tensor.c — the tensor-level reference evaluator (eval_tensor.h).
+ *
+ * In: a tensor root, memory for BUFFER nodes. Out: the root's words, dense
+ * and in C order. How, none of it recursive (a chain 100000 deep is fine):
+ * the graph is checked against the op table; every node under the root is
+ * checked for being a tensor op of a sane size; then the nodes are computed
+ * sources first (ascending id), each into a dense array of words made from
+ * its sources' arrays: a movement op maps each of its elements to the one
+ * element of its source it reads (PAD: or to none, a zero), a REDUCE
+ * folds the elements of its reduced axes in C order, an ALU op works
+ * element by element and lane by lane through alu_eval. A node's array is
+ * freed once its last user is computed. No cleverness on purpose: this is
+ * what the scheduler's kernels are diffed against (docs/semantics.md,
+ * "Tensors"). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uop/alu.h"
+#include "uop/eval_tensor.h"
+#include "uop/movement.h"
+#include "uop/spec.h"
+#include "uop/text.h"
+
+/* The most words (elements times lanes) one node may have. */
+#define TENSOR_MAX_WORDS ((int64_t)1 << 31)
+/* The most axes a shape has (UOp.ndim is a uint8_t). */
+#define TENSOR_MAX_AXES 255
+
+typedef struct TensorEval {
+  Ctx *ctx;
+  const TensorBinding *buffers;
+  size_t nbuffers;
+  const UOp **order; /* every node under the root, sources first */
+  size_t norder;
+  uint64_t **arrays; /* by node id: its words, until its last user is done */
+  uint32_t *uses;    /* by node id: source edges from nodes not yet computed */
+} TensorEval;
+
+/* ---- errors ---- */
+
+static bool fail(Ctx *ctx, const UOp *u, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static bool fail(Ctx *ctx, const UOp *u, const char *fmt, ...) {
+  char msg[384], node[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  text_print_node(u, 2, node, sizeof node);
+  ctx_set_error(ctx, "eval_tensor: %s\n  in %s", msg, node);
+  return false;
+}
+
+static bool fail_nomem(Ctx *ctx) {
+  ctx_set_error(ctx, "eval_tensor: out of memory");
+  return false;
+}
+
+/* ---- memory: the layout of eval.c ---- */
+
+static size_t scalar_bytes(uj_scalar s) { return s == UJ_BOOL ? 1 : scalar_table[s].bits / 8; }
+static size_t elem_bytes(DType d) { return scalar_bytes((uj_scalar)d.scalar) * d.lanes; }
+
+/* One element of value dtype d at p: its lanes' words. */
+static void mem_read(const unsigned char *p, DType d, uint64_t *out) {
+  size_t n = scalar_bytes((uj_scalar)d.scalar);
+  for (unsigned lane = 0; lane < d.lanes; lane++, p += n) {
+    uint64_t bits = 0;
+    for (size_t i = n; i-- > 0;) bits = bits << 8 | p[i]; /* little endian */
+    out[lane] = word_from_mem_bits((uj_scalar)d.scalar, bits);
+  }
+}
+
+static const TensorBinding *binding_find(const TensorEval *te, const UOp *buffer) {
+  for (size_t i = 0; i < te->nbuffers; i++)
+    if (te->buffers[i].buffer == buffer) return &te->buffers[i];
+  return NULL;
+}
+
+/* Each binding a BUFFER of this context, bound once, to enough bytes. */
+static bool bindings_check(const TensorEval *te) {
+  Ctx *ctx = te->ctx;
+  for (size_t i = 0; i < te->nbuffers; i++) {
+    const TensorBinding *b = &te->buffers[i];
+    const UOp *u = b->buffer;
+    if (!u || u->id >= ctx->nnodes || ctx->nodes[u->id] != u || u->op != UJ_OP_BUFFER) {
+      ctx_set_error(ctx, "eval_tensor: binding %zu is not a BUFFER node of this context", i);
+      return false;
+    }
+    const TensorBinding *first = binding_find(te, u);
+    if (first != b)
+      return fail(ctx, u, "BUFFER is bound twice (bindings %zu and %zu)",
+                  (size_t)(first - te->buffers), i);
+    if (!b->data && b->bytes)
+      return fail(ctx, u, "BUFFER is bound to NULL memory of %zu bytes", b->bytes);
+    size_t need;
+    if (__builtin_mul_overflow((size_t)u->ints[1], elem_bytes(u->dtype), &need) || b->bytes < need)
+      return fail(ctx, u, "BUFFER of %lld elements needs %zu bytes, not %zu", (long long)u->ints[1],
+                  need, b->bytes);
+  }
+  return true;
+}
+
+/* ---- shapes and indices ---- */
+
+/* The elements of a shape; false when the count overflows int64. */
+static bool shape_elements(const int64_t *shape, unsigned ndim, int64_t *count) {
+  int64_t n = 1;
+  for (unsigned i = 0; i < ndim; i++)
+    if (__builtin_mul_overflow(n, shape[i], &n)) return false;
+  *count = n;
+  return true;
+}
+
+/* The multi-index of element `flat` of shape, in C order (the last axis
+ * fastest). */
+static void index_unravel(int64_t flat, const int64_t *shape, unsigned ndim, int64_t *idx) {
+  for (unsigned i = ndim; i-- > 0;) {
+    idx[i] = flat % shape[i];
+    flat /= shape[i];
+  }
+}
+
+/* The element of a dense C-order array of shape at idx: the dot product
+ * of idx with the strides (the product of the sizes of the later axes). */
+static int64_t index_ravel(const int64_t *idx, const int64_t *shape, unsigned ndim) {
+  int64_t flat = 0, stride = 1;
+  for (unsigned i = ndim; i-- > 0;) {
+    flat += idx[i] * stride;
+    stride *= shape[i];
+  }
+  return flat;
+}
+
+/* ---- before computing: is every node a tensor op of a sane size ---- */
+
+static bool node_check(const TensorEval *te, const UOp *u, const UOp *root) {
+  Ctx *ctx = te->ctx;
+  const char *name = op_table[u->op].name;
+  bool tensor_op = u->op == UJ_OP_CONST || op_has((Op)u->op, OPF_MOVEMENT) ||
+                   op_has((Op)u->op, OPF_ALU) || (u->op == UJ_OP_REDUCE && u->nsrc == 1);
+  if (u->op == UJ_OP_REDUCE && !tensor_op)
+    return fail(ctx, u, "REDUCE over RANGEs is not a tensor op");
+  if (u->op == UJ_OP_BUFFER && u == root)
+    return fail(ctx, u, "BUFFER is a pointer, not a tensor: a movement op views it (RESHAPE)");
+  if (u->op == UJ_OP_BUFFER && !binding_find(te, u)) return fail(ctx, u, "BUFFER is not bound");
+  if (!tensor_op && u->op != UJ_OP_BUFFER) return fail(ctx, u, "%s is not a tensor op", name);
+  int64_t count, words;
+  char s[160];
+  if (!shape_elements(u->shape, u->ndim, &count))
+    return fail(ctx, u,
+                "%s: shape %s has more than 2^63 elements, too many for the reference evaluator",
+                name, shape_str(u->shape, u->ndim, s, sizeof s));
+  if (__builtin_mul_overflow(count, (int64_t)u->dtype.lanes, &words) || words > TENSOR_MAX_WORDS)
+    return fail(ctx, u,
+                "%s: %lld elements is too many for the reference evaluator (at most 2^31 words, "
+                "one per lane)",
+                name, (long long)count);
+  return true;
+}
+
+/* ---- computing one node ---- */
+
+static const uint64_t *array_of(const TensorEval *te, const UOp *u) { return te->arrays[u->id]; }
+
+/* The element of u's source that the element of u at idx (flat in C
+ * order) reads; -1 for an element that PAD adds. */
+static int64_t movement_source(const UOp *u, int64_t flat, const int64_t *idx) {
+  const UOp *x = u->src[0];
+  int64_t sidx[TENSOR_MAX_AXES];
+  if (u->op == UJ_OP_RESHAPE) return flat; /* C order is kept */
+  memcpy(sidx, idx, x->ndim * sizeof *sidx);
+  for (unsigned i = 0; i < x->ndim; i++) {
+    switch (u->op) {
+    case UJ_OP_EXPAND: sidx[i] = x->shape[i] == 1 ? 0 : idx[i]; break;
+    case UJ_OP_PERMUTE: sidx[u->ints[i]] = idx[i]; break; /* out axis i is source axis order[i] */
+    case UJ_OP_PAD:
+      sidx[i] = idx[i] - u->ints[2 * i];
+      if (sidx[i] < 0 || sidx[i] >= x->shape[i]) return -1;
+      break;
+    case UJ_OP_SHRINK: sidx[i] = idx[i] + u->ints[2 * i]; break;
+    default: break; /* FLIP, below */
+    }
+  }
+  for (uint32_t k = 0; u->op == UJ_OP_FLIP && k < u->nints; k++) {
+    int64_t a = u->ints[k];
+    sidx[a] = x->shape[a] - 1 - idx[a];
+  }
+  return index_ravel(sidx, x->shape, x->ndim);
+}
+
+/* RESHAPE, EXPAND, PERMUTE, FLIP, PAD, SHRINK: each element copied from
+ * the source element it reads, or zero words (0, +0.0, false). */
+static void compute_movement(const TensorEval *te, const UOp *u, int64_t count, uint64_t *out) {
+  const uint64_t *in = array_of(te, u->src[0]);
+  size_t lanes = u->dtype.lanes;
+  int64_t idx[TENSOR_MAX_AXES];
+  for (int64_t e = 0; e < count; e++) {
+    index_unravel(e, u->shape, u->ndim, idx);
+    int64_t s = movement_source(u, e, idx);
+    for (size_t lane = 0; lane < lanes; lane++)
+      out[(size_t)e * lanes + lane] = s < 0 ? 0 : in[(size_t)s * lanes + lane];
+  }
+}
+
+/* REDUCE over axes: each element folds, from the identity, the source
+ * elements that share its index on the other axes, in C order over the
+ * reduced axes (the last one fastest, whatever order the arg lists them). */
+static void compute_reduce(const TensorEval *te, const UOp *u, int64_t count, uint64_t *out) {
+  const UOp *x = u->src[0];
+  const uint64_t *in = array_of(te, x);
+  uj_scalar s = (uj_scalar)u->dtype.scalar;
+  size_t lanes = u->dtype.lanes;
+  Op op = UJ_OP_ADD;
+  op_from_name(u->name, strlen(u->name), &op);
+  int64_t part[TENSOR_MAX_AXES], idx[TENSOR_MAX_AXES], pidx[TENSOR_MAX_AXES], sidx[TENSOR_MAX_AXES],
+      nparts = 1;
+  for (unsigned i = 0; i < x->ndim; i++) part[i] = 1; /* the reduced axes' sizes, 1 elsewhere */
+  for (uint32_t k = 0; k < u->nints; k++) part[u->ints[k]] = x->shape[u->ints[k]];
+  shape_elements(part, x->ndim, &nparts); /* at most the source's count */
+  for (int64_t e = 0; e < count; e++) {
+    uint64_t *acc = out + (size_t)e * lanes;
+    for (size_t lane = 0; lane < lanes; lane++) acc[lane] = alu_identity(op, s);
+    index_unravel(e, u->shape, u->ndim, idx); /* 0 on the reduced axes */
+    for (int64_t p = 0; p < nparts; p++) {
+      index_unravel(p, part, x->ndim, pidx); /* 0 on the others */
+      for (unsigned i = 0; i < x->ndim; i++) sidx[i] = idx[i] + pidx[i];
+      const uint64_t *v = in + (size_t)index_ravel(sidx, x->shape, x->ndim) * lanes;
+      for (size_t lane = 0; lane < lanes; lane++)
+        acc[lane] = alu_eval(op, s, s, (const uint64_t[]){acc[lane], v[lane], 0});
+    }
+  }
+}
+
+/* An ALU op (CAST and BITCAST too): element by element, lane by lane; the
+ * sources have u's shape. `in` is the scalar of the first value operand
+ * (WHERE's first is its condition). */
+static void compute_alu(const TensorEval *te, const UOp *u, int64_t count, uint64_t *out) {
+  uj_scalar res = (uj_scalar)u->dtype.scalar;
+  uj_scalar in = (uj_scalar)u->src[u->op == UJ_OP_WHERE ? 1 : 0]->dtype.scalar;
+  size_t words = (size_t)count * u->dtype.lanes;
+  for (size_t w = 0; w < words; w++) {
+    uint64_t args[3] = {0, 0, 0};
+    for (uint32_t i = 0; i < u->nsrc; i++) args[i] = array_of(te, u->src[i])[w];
+    out[w] = alu_eval((Op)u->op, res, in, args);
+  }
+}
+
+/* A BUFFER viewed as a tensor: its declared size elements from memory. */
+static void compute_buffer(const TensorEval *te, const UOp *u, int64_t count, uint64_t *out) {
+  const unsigned char *data = binding_find(te, u)->data;
+  DType d = dt_base(u->dtype);
+  for (int64_t e = 0; e < count; e++)
+    mem_read(data + (size_t)e * elem_bytes(d), d, out + (size_t)e * d.lanes);
+}
+
+static bool compute_node(TensorEval *te, const UOp *u) {
+  int64_t count = 1;
+  shape_elements(u->shape, u->ndim, &count); /* node_check: no overflow */
+  size_t words = (size_t)count * u->dtype.lanes;
+  uint64_t *out = malloc((words ? words : 1) * sizeof *out);
+  if (!out) return fail_nomem(te->ctx);
+  te->arrays[u->id] = out;
+  if (u->op == UJ_OP_CONST) out[0] = word_normalize((uj_scalar)u->dtype.scalar, uop_const_value(u));
+  else if (u->op == UJ_OP_BUFFER) compute_buffer(te, u, count, out);
+  else if (u->op == UJ_OP_REDUCE) compute_reduce(te, u, count, out);
+  else if (op_has((Op)u->op, OPF_MOVEMENT)) compute_movement(te, u, count, out);
+  else compute_alu(te, u, count, out);
+  return true;
+}
+
+/* Frees the arrays of u's sources that no node still to be computed uses. */
+static void sources_release(TensorEval *te, const UOp *u) {
+  for (uint32_t i = 0; i < u->nsrc; i++) {
+    uint32_t id = u->src[i]->id;
+    if (--te->uses[id] == 0) free(te->arrays[id]), te->arrays[id] = NULL;
+  }
+}
+
+/* ---- the evaluation ---- */
+
+static bool tensor_eval_run(TensorEval *te, const UOp *root) {
+  Ctx *ctx = te->ctx;
+  if (!spec_check_graph(ctx, root) || !bindings_check(te)) return false;
+  te->norder = uop_toposort(ctx, root, &te->order);
+  te->arrays = calloc(ctx->nnodes, sizeof *te->arrays);
+  te->uses = calloc(ctx->nnodes, sizeof *te->uses);
+  if (!te->norder || !te->arrays || !te->uses) return fail_nomem(ctx);
+  for (size_t i = te->norder; i-- > 0;) /* users first: the node out of place is named */
+    if (!node_check(te, te->order[i], root)) return false;
+  for (size_t i = 0; i < te->norder; i++)
+    for (uint32_t k = 0; k < te->order[i]->nsrc; k++) te->uses[te->order[i]->src[k]->id]++;
+  for (size_t i = 0; i < te->norder; i++) {
+    if (!compute_node(te, te->order[i])) return false;
+    sources_release(te, te->order[i]);
+  }
+  return true;
+}
+
+bool eval_tensor(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t nbuffers,
+                 TensorValue *out) {
+  memset(out, 0, sizeof *out);
+  if (!root || root->id >= ctx->nnodes || ctx->nodes[root->id] != root) {
+    ctx_set_error(ctx, "eval_tensor: the root is not a node of this context");
+    return false;
+  }
+  TensorEval te = {ctx, buffers, nbuffers, NULL, 0, NULL, NULL};
+  bool ok = tensor_eval_run(&te, root);
+  if (ok) {
+    int64_t count = 1;
+    shape_elements(root->shape, root->ndim, &count);
+    *out = (TensorValue){root->dtype, root->ndim, root->shape, (size_t)count, te.arrays[root->id]};
+    te.arrays[root->id] = NULL;
+  }
+  for (size_t i = 0; te.arrays && i < te.norder; i++) free(te.arrays[te.order[i]->id]);
+  free(te.arrays);
+  free(te.uses);
+  free(te.order);
+  return ok;
+}
+
+void tensor_value_free(TensorValue *v) {
+  if (!v) return;
+  free(v->words);
+  memset(v, 0, sizeof *v);
+}
