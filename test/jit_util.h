@@ -28,10 +28,6 @@ typedef struct JitBuffers {
   unsigned char *init[JIT_MAX_SLOTS]; /* initial bytes, count * element size */
 } JitBuffers;
 
-static inline size_t jit_elem_bytes(DType d) {
-  size_t s = d.scalar == UJ_BOOL ? 1 : dt_bits(d) / 8;
-  return s * d.lanes;
-}
 
 /* Distance in ulps between two float words of scalar s (NaN == NaN). */
 static inline uint64_t jit_ulps(uj_scalar s, uint64_t a, uint64_t b) {
@@ -84,14 +80,14 @@ static inline bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b,
   void *args[JIT_MAX_SLOTS] = {0};
   bool ok = true;
   for (int i = 0; i < b->n; i++) {
-    size_t bytes = b->count[i] * jit_elem_bytes(b->dtype[i]);
+    size_t bytes = b->count[i] * elem_bytes(b->dtype[i]);
     got[i] = aligned_alloc(64, (bytes + JIT_CANARY + 63) / 64 * 64), want[i] = malloc(bytes + 1);
     memcpy(got[i], b->init[i], bytes), memcpy(want[i], b->init[i], bytes);
     memset(got[i] + bytes, 0xa5, JIT_CANARY);
     args[i] = got[i];
   }
   Eval *ev = eval_new(ctx);
-  for (int i = 0; i < b->n; i++) eval_bind_param(ev, i, want[i], b->count[i] * jit_elem_bytes(b->dtype[i]));
+  for (int i = 0; i < b->n; i++) eval_bind_param(ev, i, want[i], b->count[i] * elem_bytes(b->dtype[i]));
   for (size_t i = 0; i < nvars; i++) eval_bind_var(ev, var_names[i], vars[i]);
   if (!eval_run(ev, kernel)) {
     CHECK(false, "%s: the evaluator fails: %s", what, uj_error(ctx));
@@ -109,7 +105,7 @@ static inline bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b,
   }
   if (ok) ok = jit_compare(b, got, want, ulps, what);
   for (int i = 0; ok && i < b->n; i++) {
-    const unsigned char *canary = got[i] + b->count[i] * jit_elem_bytes(b->dtype[i]);
+    const unsigned char *canary = got[i] + b->count[i] * elem_bytes(b->dtype[i]);
     for (int k = 0; k < JIT_CANARY && ok; k++) ok = canary[k] == 0xa5;
     CHECK(ok, "%s: slot %d: the JIT wrote past the end of the buffer", what, i);
   }

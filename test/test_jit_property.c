@@ -166,13 +166,13 @@ static const UOp *kernel(Gen *g, JitBuffers *b, bool *uses_var) {
   for (int i = 0; i < b->n; i++) {
     uj_scalar s = scalars[i == 0 || i > NSCALARS ? out : i - 1];
     b->dtype[i] = dt_scalar(s), b->count[i] = N * M;
-    size_t bytes = N * M * jit_elem_bytes(b->dtype[i]);
+    size_t bytes = N * M * elem_bytes(b->dtype[i]);
     b->init[i] = malloc(bytes);
     for (size_t k = 0; k < N * M; k++) {
       double x = (double)(int64_t)(rnd(g) % 2001) / 8.0 - 125.0;
       uint64_t w = scalar_table[s].is_float ? word_from_double(s, x) : word_from_int(s, (int64_t)x * 3);
       uint64_t bits = word_to_mem_bits(s, w);
-      memcpy(b->init[i] + k * jit_elem_bytes(b->dtype[i]), &bits, jit_elem_bytes(b->dtype[i]));
+      memcpy(b->init[i] + k * elem_bytes(b->dtype[i]), &bits, elem_bytes(b->dtype[i]));
     }
   }
   *uses_var = variable;

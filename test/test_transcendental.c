@@ -122,7 +122,7 @@ static void make_inputs(Inputs *in, const Format *f, Op op) {
 
 /* ---- running kernels ---- */
 
-static size_t elem_bytes(uj_scalar s) { return scalar_table[s].bits / 8; }
+static size_t scalar_size(uj_scalar s) { return scalar_table[s].bits / 8; }
 
 /* END(RANGE n, STORE(out[i], OP(in[i]))) with in at slot 0, out at 1;
  * elements of `lanes` lanes (n counts elements). */
@@ -143,7 +143,7 @@ static const UOp *kernel(Ctx *ctx, Op op, uj_scalar s, size_t n) { return kernel
 /* Runs root on in[0..n) and reads out[0..n); false when the run fails. */
 static bool run(Ctx *ctx, const UOp *root, uj_scalar s, const uint64_t *in, uint64_t *out,
                 size_t n) {
-  size_t b = elem_bytes(s);
+  size_t b = scalar_size(s);
   unsigned char *src = calloc(n, b), *dst = calloc(n, b);
   Eval *ev = eval_new(ctx);
   bool ok = src && dst && ev;

@@ -305,3 +305,24 @@ uint64_t alu_identity(Op op, uj_scalar s) {
   if (!info->is_signed) return 0; /* and bool false */
   return word_from_int(s, info->bits == 64 ? INT64_MIN : -(int64_t)(1ull << (info->bits - 1)));
 }
+
+static size_t scalar_bytes(uj_scalar s) { return s == UJ_BOOL ? 1 : scalar_table[s].bits / 8; }
+
+size_t elem_bytes(DType d) { return scalar_bytes((uj_scalar)d.scalar) * d.lanes; }
+
+void mem_read(const unsigned char *p, DType d, uint64_t *out) {
+  size_t n = scalar_bytes((uj_scalar)d.scalar);
+  for (unsigned lane = 0; lane < d.lanes; lane++, p += n) {
+    uint64_t bits = 0;
+    for (size_t i = n; i-- > 0;) bits = bits << 8 | p[i]; /* little endian */
+    out[lane] = word_from_mem_bits((uj_scalar)d.scalar, bits);
+  }
+}
+
+void mem_write(unsigned char *p, DType d, const uint64_t *words) {
+  size_t n = scalar_bytes((uj_scalar)d.scalar);
+  for (unsigned lane = 0; lane < d.lanes; lane++, p += n) {
+    uint64_t bits = word_to_mem_bits((uj_scalar)d.scalar, words[lane]);
+    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(bits >> (8 * i));
+  }
+}

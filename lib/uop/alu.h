@@ -29,6 +29,13 @@ uint64_t alu_identity(Op op, uj_scalar s);
  * word of such a pattern; BITCAST is one after the other. */
 uint64_t word_to_mem_bits(uj_scalar s, uint64_t w);
 uint64_t word_from_mem_bits(uj_scalar s, uint64_t bits);
+/* The memory layout of values (docs/semantics.md): bool 1 byte, ints their
+ * width little endian, floats their IEEE bits, a vector its lanes in order.
+ * elem_bytes: one element of a value dtype (or of a pointer's pointee). */
+size_t elem_bytes(DType d);
+/* One element of value dtype d at p, as its lanes' words, and back. */
+void mem_read(const unsigned char *p, DType d, uint64_t *out);
+void mem_write(unsigned char *p, DType d, const uint64_t *words);
 /* Writes a float word of scalar s the way the text form spells it: the
  * shortest decimal that reads back to it ("0.1", "65504.0"), "inf", "nan". */
 void word_format_float(uj_scalar s, uint64_t w, char *buf, size_t size);

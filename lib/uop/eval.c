@@ -114,30 +114,6 @@ static bool fail_nomem(Eval *ev) {
   return false;
 }
 
-/* ---- memory layout ---- */
-
-static size_t scalar_bytes(uj_scalar s) { return s == UJ_BOOL ? 1 : scalar_table[s].bits / 8; }
-
-/* Bytes of one element of a value dtype, or of a pointer's pointee. */
-static size_t elem_bytes(DType d) { return scalar_bytes((uj_scalar)d.scalar) * d.lanes; }
-
-static void mem_read(const unsigned char *p, DType d, uint64_t *out) {
-  size_t n = scalar_bytes((uj_scalar)d.scalar);
-  for (unsigned lane = 0; lane < d.lanes; lane++, p += n) {
-    uint64_t bits = 0;
-    for (size_t i = n; i-- > 0;) bits = bits << 8 | p[i]; /* little endian */
-    out[lane] = word_from_mem_bits((uj_scalar)d.scalar, bits);
-  }
-}
-
-static void mem_write(unsigned char *p, DType d, const uint64_t *words) {
-  size_t n = scalar_bytes((uj_scalar)d.scalar);
-  for (unsigned lane = 0; lane < d.lanes; lane++, p += n) {
-    uint64_t bits = word_to_mem_bits((uj_scalar)d.scalar, words[lane]);
-    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(bits >> (8 * i));
-  }
-}
-
 /* ---- bindings ---- */
 
 Eval *eval_new(Ctx *ctx) {

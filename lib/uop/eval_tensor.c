@@ -59,20 +59,7 @@ static bool fail_nomem(Ctx *ctx) {
   return false;
 }
 
-/* ---- memory: the layout of eval.c ---- */
-
-static size_t scalar_bytes(uj_scalar s) { return s == UJ_BOOL ? 1 : scalar_table[s].bits / 8; }
-static size_t elem_bytes(DType d) { return scalar_bytes((uj_scalar)d.scalar) * d.lanes; }
-
-/* One element of value dtype d at p: its lanes' words. */
-static void mem_read(const unsigned char *p, DType d, uint64_t *out) {
-  size_t n = scalar_bytes((uj_scalar)d.scalar);
-  for (unsigned lane = 0; lane < d.lanes; lane++, p += n) {
-    uint64_t bits = 0;
-    for (size_t i = n; i-- > 0;) bits = bits << 8 | p[i]; /* little endian */
-    out[lane] = word_from_mem_bits((uj_scalar)d.scalar, bits);
-  }
-}
+/* ---- memory: alu.h's layout (mem_read, elem_bytes) ---- */
 
 static const TensorBinding *binding_find(const TensorEval *te, const UOp *buffer) {
   for (size_t i = 0; i < te->nbuffers; i++)
