@@ -99,13 +99,13 @@ static bool fail(Eval *ev, const UOp *u, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static bool fail(Eval *ev, const UOp *u, const char *fmt, ...) {
-  char msg[256], node[512];
+  char msg[256], who[48];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  text_print_node(u, 2, node, sizeof node);
-  ctx_set_error(ev->ctx, "eval: %s: %s\n  in %s", op_table[u->op].name, msg, node);
+  snprintf(who, sizeof who, "eval: %s", op_table[u->op].name);
+  text_node_error(ev->ctx, u, who, "%s", msg);
   return false;
 }
 

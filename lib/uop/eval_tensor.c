@@ -44,13 +44,12 @@ static bool fail(Ctx *ctx, const UOp *u, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static bool fail(Ctx *ctx, const UOp *u, const char *fmt, ...) {
-  char msg[384], node[512];
+  char msg[384];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  text_print_node(u, 2, node, sizeof node);
-  ctx_set_error(ctx, "eval_tensor: %s\n  in %s", msg, node);
+  text_node_error(ctx, u, "eval_tensor", "%s", msg);
   return false;
 }
 

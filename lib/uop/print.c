@@ -279,3 +279,13 @@ char *text_print(Ctx *ctx, const UOp *root) {
 }
 
 char *uj_print(uj_ctx *ctx, const uj_uop *root) { return text_print(ctx, root); }
+
+void text_node_error(Ctx *ctx, const UOp *u, const char *prefix, const char *fmt, ...) {
+  char msg[384], node[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  text_print_node(u, 2, node, sizeof node);
+  ctx_set_error(ctx, "%s: %s\n  in %s", prefix, msg, node);
+}

@@ -65,11 +65,10 @@ const char *spec_node_error(const UOp *u, char *buf, size_t size) {
 }
 
 bool spec_check_node(Ctx *ctx, const UOp *u) {
-  char buf[256], node[512];
+  char buf[256];
   const char *err = spec_node_error(u, buf, sizeof buf);
   if (!err) return true;
-  text_print_node(u, 2, node, sizeof node);
-  ctx_set_error(ctx, "%s: %s\n  in %s", op_table[u->op].name, err, node);
+  text_node_error(ctx, u, op_table[u->op].name, "%s", err);
   return false;
 }
 

@@ -13,6 +13,10 @@ char *text_print(Ctx *ctx, const UOp *root);
 /* One node for messages: sources to `depth` levels, deeper ones as "...";
  * always NUL-terminated, cut with "..." when buf is too small. */
 void text_print_node(const UOp *u, int depth, char *buf, size_t size);
+/* Sets ctx's error to "<prefix>: <message>\n  in <node>", the node in the
+ * text form to 2 levels: how passes report a bad node. */
+void text_node_error(Ctx *ctx, const UOp *u, const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Whether a name can be written without quotes: [A-Za-z_][A-Za-z0-9_.]*. */
 bool text_name_is_bare(const char *s, size_t len);
 /* Parses a program; NULL with the error set on failure. */
