@@ -208,7 +208,7 @@ static const struct {
     {"= (SINK)", "<t>:1:1: expected an expression but found '='"},
     {"%a = = (SINK)", "<t>:1:6: expected an expression but found '='"},
     {"(NEG:int32 (CONST:int32 1) (CONST:int32 1))", "<t>:1:1: NEG takes 1 source, not 2"},
-    {"(SINK (INDEX (PARAM:float32* 0)))", "<t>:1:7: INDEX takes 2 to 3 sources, not 1"},
+    {"(SINK (INDEX (PARAM:float32* 0)))", "<t>:1:7: INDEX of a pointer takes an index and a gate, not 0 sources"},
     {"\n\n   (SINK\n\t(CONST:float32 1)\n\t(STORE (PARAM:float32* 0) (CONST:int32 1)))",
      "<t>:5:2: STORE of int32 through float32*"},
     {"(CONST:int32 "

@@ -133,14 +133,14 @@ static void test_memory_ops(Ctx *ctx, const Nodes *n) {
   ACCEPT(INDEX, pf, 2, n->pf, n->i32, NO);
   ACCEPT(INDEX, pf, 3, n->pf, n->i64, n->b);
   ACCEPT(INDEX, pf, 2, n->pf, n->u8, NO);
-  REJECT("INDEX needs a pointer, not int32", INDEX, S(UJ_INT32), 2, n->i32, n->i32, NO);
+  REJECT("INDEX needs a pointer or a tensor, not int32", INDEX, S(UJ_INT32), 2, n->i32, n->i32, NO);
   REJECT("INDEX needs a scalar int index, not float32", INDEX, pf, 2, n->pf, n->f32, NO);
   REJECT("INDEX needs a scalar int index, not int32x4", INDEX, pf, 2, n->pf, n->v4, NO);
   REJECT("INDEX needs a scalar int index, not bool", INDEX, pf, 2, n->pf, n->b, NO);
   REJECT("INDEX gate must be bool, not int32", INDEX, pf, 3, n->pf, n->i32, n->i32);
   REJECT("INDEX gate must be bool, not boolx4", INDEX, pf, 3, n->pf, n->i32, n->vb4);
   REJECT("INDEX must have dtype float32*, not int32*", INDEX, P(UJ_INT32), 2, n->pf, n->i32, NO);
-  REJECT("INDEX takes 2 to 3 sources, not 1", INDEX, pf, 1, n->pf, NO, NO);
+  REJECT("INDEX of a pointer takes an index and a gate, not 0 sources", INDEX, pf, 1, n->pf, NO, NO);
   ACCEPT(LOAD, S(UJ_FLOAT32), 1, n->pf, NO, NO);
   ACCEPT(LOAD, S(UJ_FLOAT32), 2, n->pf, n->f32, NO);
   ACCEPT(LOAD, V(UJ_INT8, 4), 1,

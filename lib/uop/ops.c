@@ -174,10 +174,33 @@ static const char *rule_void(const UOp *u, DType *out, char *buf, size_t size) {
 }
 
 /* INDEX(ptr, idx[, gate]): a pointer to element idx; gate false disables it. */
+/* INDEX(tensor, i0 .. in-1[, gate]): the element of a tensor of n axes at
+ * the indices, a scalar (the scheduler's form; rangeify removes it). */
+static const char *rule_index_tensor(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  const UOp *t = u->src[0];
+  uint32_t n = t->ndim;
+  bool gated = u->nsrc == n + 2;
+  if (n == 0) return FAIL("INDEX needs a pointer or a tensor, not %s", dname(t->dtype, a, sizeof a));
+  if (u->nsrc != n + 1 && !gated)
+    return FAIL("INDEX of a %u-axis tensor takes %u indices (and a gate), not %u sources", n, n, (unsigned)u->nsrc - 1);
+  for (uint32_t k = 1; k <= n; k++)
+    if (!dt_is_int(u->src[k]->dtype) || u->src[k]->dtype.lanes != 1)
+      return FAIL("INDEX needs scalar int indices, not %s", dname(u->src[k]->dtype, a, sizeof a));
+  if (gated && !(dt_is_bool(u->src[n + 1]->dtype) && u->src[n + 1]->dtype.lanes == 1))
+    return FAIL("INDEX gate must be bool, not %s", dname(u->src[n + 1]->dtype, a, sizeof a));
+  if (dt_is_void(t->dtype)) return FAIL("INDEX of a void");
+  *out = t->dtype;
+  return NULL;
+}
+
 static const char *rule_index(const UOp *u, DType *out, char *buf, size_t size) {
   char a[32];
-  DType p = u->src[0]->dtype, i = u->src[1]->dtype;
-  if (!dt_is_ptr(p)) return FAIL("INDEX needs a pointer, not %s", dname(p, a, sizeof a));
+  DType p = u->src[0]->dtype;
+  bool tensor = !dt_is_ptr(p);
+  if (tensor) return rule_index_tensor(u, out, buf, size);
+  if (u->nsrc < 2 || u->nsrc > 3) return FAIL("INDEX of a pointer takes an index and a gate, not %u sources", (unsigned)u->nsrc - 1);
+  DType i = u->src[1]->dtype;
   if (!dt_is_int(i) || i.lanes != 1) return FAIL("INDEX needs a scalar int index, not %s", dname(i, a, sizeof a));
   if (u->nsrc == 3 && !(dt_is_bool(u->src[2]->dtype) && u->src[2]->dtype.lanes == 1))
     return FAIL("INDEX gate must be bool, not %s", dname(u->src[2]->dtype, a, sizeof a));
@@ -266,7 +289,7 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_CALL]    = {"CALL",       0, -1,  ARG_CALL,   0,                    true,  rule_void},
   [UJ_OP_DEFINE_VAR] = {"DEFINE_VAR", 0, 0, ARG_VAR,   0,                    false, rule_var},
   [UJ_OP_BUFFER]  = {"BUFFER",     0, 0,   ARG_BUFFER, 0,                    false, rule_pointer},
-  [UJ_OP_INDEX]   = {"INDEX",      2, 3,   ARG_NONE,   0,                    true,  rule_index},
+  [UJ_OP_INDEX]   = {"INDEX",      1, -1,  ARG_NONE,   0,                    true,  rule_index},
   [UJ_OP_LOAD]    = {"LOAD",       1, 2,   ARG_NONE,   0,                    true,  rule_load},
   [UJ_OP_STORE]   = {"STORE",      2, 2,   ARG_NONE,   0,                    true,  rule_store},
   [UJ_OP_RECIP]   = {"RECIP",      1, 1,   ARG_NONE,   ALU1,                 true,  rule_float},
