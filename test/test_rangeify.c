@@ -5,7 +5,8 @@
  * REDUCE over one or two float32 BUFFERs, with ADDs and MULs between
  * views (UJ_RANGEIFY_CHAINS of them, default 400). Out: the one kernel each
  * becomes gives, run by the JIT, the evaluator's words. Also: the index of
- * a plain transpose is as simple as hand-written code. */
+ * a plain transpose is as simple as hand-written code, and axes of size 1
+ * make no loops. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -175,6 +176,14 @@ static void test_transpose_index(void) {
   char *text = k ? text_print(ctx, k) : NULL;
   CHECK(text && !strstr(text, "IDIV") && !strstr(text, "MOD") && n == 1,
         "transpose: %s", text ? text : uj_error(ctx));
+  free(text);
+  free(bufs);
+  /* axes of size 1 need no loop, and a reduction over them no REDUCE */
+  t = uj_parse(ctx, "(REDUCE MAX 0 (RESHAPE 1 8 (BUFFER:float32* 0 8 CPU)))", "t");
+  k = t ? rangeify_kernel(ctx, t, &bufs, &n) : NULL;
+  text = k ? text_print(ctx, k) : NULL;
+  CHECK(text && !strstr(text, "REDUCE") && !strstr(text, "(CONST:int32 1))"), "size-1 axes: %s",
+        text ? text : uj_error(ctx));
   free(text);
   free(bufs);
   uj_ctx_free(ctx);

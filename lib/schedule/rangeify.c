@@ -11,7 +11,8 @@
  *   INDEX(SHRINK(x), i)   -> INDEX(x, i + lo)
  *   INDEX(PAD(x), i, g)   -> WHERE(valid, INDEX(x, i - lo, g & valid), 0)
  *   INDEX(REDUCE(x), i)   -> REDUCE(INDEX(x, i with fresh RANGEs on the
- *                            reduced axes), those RANGEs)
+ *                            reduced axes), those RANGEs); axes of size 1
+ *                            take index 0 and no RANGE (or no REDUCE)
  *   INDEX(alu(a, b), i)   -> alu(INDEX(a, i), INDEX(b, i))
  *   a BUFFER under them   -> LOAD(INDEX(PARAM slot, flat index, gate), 0)
  *   a scalar under them   -> itself
@@ -166,11 +167,16 @@ static const UOp *rw_reduce(Rewriter *rw, const UOp *root, const Binds *m) {
     bool reduced = false;
     for (uint32_t a = 0; a < s.t->nints; a++) reduced |= s.t->ints[a] == (int64_t)k;
     if (!reduced) continue;
+    if (x->shape[k] == 1) { /* one step: index 0, no loop */
+      j[k] = k_int(ctx, st, 0);
+      continue;
+    }
     const UOp *bound = k_int(ctx, st, x->shape[k]);
     int64_t axis = st->next_axis++;
     j[k] = src[1 + n++] = uop_new(ctx, UJ_OP_RANGE, st->index, &bound, 1, (Arg){"reduce", &axis, 1});
   }
   src[0] = element(ctx, st, x, j, s.gate);
+  if (n == 0) return src[0]; /* op(identity, v) is v for ADD (-0.0), MUL and MAX */
   return uop_new(ctx, UJ_OP_REDUCE, s.t->dtype, src, 1 + n, (Arg){s.t->name, NULL, 0});
 }
 
@@ -217,10 +223,10 @@ const UOp *rangeify_kernel(Ctx *ctx, const UOp *t, const UOp ***buffers, size_t 
   if (dt_is_ptr(t->dtype) || dt_is_void(t->dtype)) return ctx_set_error(ctx, "rangeify: the root is not a tensor"), NULL;
   if (!collect_buffers(ctx, t, &st)) return NULL;
   const UOp *r[MAX_AXES];
-  for (unsigned k = 0; k < t->ndim; k++) {
+  for (unsigned k = 0; k < t->ndim; k++) { /* an axis of size 1 needs no loop */
     const UOp *bound = k_int(ctx, &st, t->shape[k]);
     int64_t axis = st.next_axis++;
-    r[k] = uop_new(ctx, UJ_OP_RANGE, st.index, &bound, 1, (Arg){"loop", &axis, 1});
+    r[k] = t->shape[k] == 1 ? k_int(ctx, &st, 0) : uop_new(ctx, UJ_OP_RANGE, st.index, &bound, 1, (Arg){"loop", &axis, 1});
   }
   int64_t out = 0;
   const UOp *p = uop_new(ctx, UJ_OP_PARAM, uj_dtype_ptr((uj_scalar)t->dtype.scalar, t->dtype.lanes, UJ_AS_GLOBAL), NULL,
@@ -228,7 +234,8 @@ const UOp *rangeify_kernel(Ctx *ctx, const UOp *t, const UOp ***buffers, size_t 
   const UOp *at = uop_binary(ctx, UJ_OP_INDEX, p, flatten(ctx, &st, r, t->shape, t->ndim));
   const UOp *v = element(ctx, &st, t, r, NULL);
   const UOp *eff = uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){at, v}, 2, arg_none());
-  for (unsigned k = t->ndim; k-- > 0;) eff = uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), (const UOp *[]){r[k], eff}, 2, arg_none());
+  for (unsigned k = t->ndim; k-- > 0;)
+    if (r[k]->op == UJ_OP_RANGE) eff = uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), (const UOp *[]){r[k], eff}, 2, arg_none());
   const UOp *kernel = uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), &eff, 1, arg_none());
   RuleSet *rs = ruleset_new(ctx, rangeify_rules, sizeof rangeify_rules / sizeof *rangeify_rules);
   kernel = rs ? graph_rewrite(ctx, kernel, rs, &st) : NULL;
