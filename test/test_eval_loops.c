@@ -524,6 +524,9 @@ static void test_reduce(Ctx *ctx) {
   check_fails(ctx, "a REDUCE inside its own RANGE's loop",
               "%r = (RANGE loop 0 (CONST:int32 2))\n(END %r (STORE (INDEX (PARAM:int32* 0) %r) (REDUCE ADD %r %r)))",
               "its RANGE is already open");
+  check_fails(ctx, "a tensor INDEX",
+              "(SINK (STORE (PARAM:int32* 0) (INDEX (EXPAND 2 2 (RESHAPE 1 1 (CONST:int32 3))) (CONST:int32 1) (CONST:int32 1))))",
+              "RESHAPE: a tensor op is not evaluable here");
   check_fails(ctx, "a tensor REDUCE",
               "(SINK (STORE (PARAM:int32* 0) (RESHAPE (REDUCE ADD 0 (RESHAPE 4 (BUFFER:int32* 0 4 CPU))))))",
               "a tensor REDUCE (over axes) is not evaluable");

@@ -61,6 +61,10 @@ static void test_compile_errors(Ctx *ctx) {
                        NULL, "variable n is declared twice, differently");
   expect_compile_error(ctx, "(SINK (STORE (PARAM:int32* 5000) (CONST:int32 1)))", NULL,
                        "PARAM slot 5000 is above the limit 4095");
+  expect_compile_error(ctx, "(SINK (STORE (PARAM:float32* 0) (INDEX (EXPAND 2 2 (RESHAPE 1 1 (CONST:float32 1.0)))"
+                       " (CONST:int32 0) (CONST:int32 1))))", NULL, "kernel: RESHAPE is a tensor op");
+  expect_compile_error(ctx, "(SINK (STORE (PARAM:float32* 0) (REDUCE ADD 0 (EXPAND 4 (RESHAPE 1 (CONST:float32 1.0))))))",
+                       NULL, "kernel: RESHAPE is a tensor op");
   /* 65 nested loops */
   char deep[8192] = "", *at = deep;
   for (int i = 0; i < 65; i++) at += sprintf(at, "%%r%d = (RANGE loop %d (CONST:int32 2))\n", i, i);

@@ -80,6 +80,20 @@ static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
       }
     }
     return true;
+  case UJ_OP_RESHAPE:
+  case UJ_OP_EXPAND:
+  case UJ_OP_PERMUTE:
+  case UJ_OP_FLIP:
+  case UJ_OP_PAD:
+  case UJ_OP_SHRINK:
+    ctx_set_error(ctx, "kernel: %s is a tensor op; rangeify turns tensors into kernels", op_table[u->op].name);
+    return false;
+  case UJ_OP_REDUCE:
+    if (u->nsrc == 1) {
+      ctx_set_error(ctx, "kernel: a REDUCE over axes is a tensor op; kernels reduce over RANGEs");
+      return false;
+    }
+    return true;
   case UJ_OP_LOAD:
   case UJ_OP_STORE:
     if (!base_param(u->src[0])) {
