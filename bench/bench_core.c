@@ -8,11 +8,13 @@
  *   3. uj_simplify on one ~1M-node integer graph, a chain of index-like
  *      expressions with simplifiable pieces ((x*4+y)//4, x+0, (x+y)-y, ...).
  * Usage: bench_core [NODES]   (default 2000000; the graph is NODES/2) */
+#define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "uop/uop.h"
 #include "uopjit/uopjit.h"
 
@@ -23,20 +25,7 @@ typedef struct Row {
   char note[96];
 } Row;
 
-static double now_seconds(void) {
-  struct timespec ts;
-  timespec_get(&ts, TIME_UTC);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
-/* A small deterministic generator (xorshift64), state passed explicitly. */
-static uint64_t rng_next(uint64_t *state) {
-  uint64_t x = *state;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return *state = x;
-}
 
 static const uj_uop *binary(uj_ctx *ctx, uj_op op, const uj_uop *a, const uj_uop *b) {
   const uj_uop *src[2] = {a, b};
@@ -58,12 +47,12 @@ static void bench_intern(size_t n, Row *fresh, Row *again) {
   uj_ctx *ctx = uj_ctx_new();
   const uj_uop **first = malloc(n * sizeof *first), **second = malloc(n * sizeof *second);
   if (!ctx || !first || !second) abort();
-  double t0 = now_seconds();
+  double t0 = bench_now_ms() / 1e3;
   intern_nodes(ctx, first, n);
-  double t1 = now_seconds();
+  double t1 = bench_now_ms() / 1e3;
   size_t before = uj_ctx_node_count(ctx);
   intern_nodes(ctx, second, n);
-  double t2 = now_seconds();
+  double t2 = bench_now_ms() / 1e3;
   size_t hits = 0;
   for (size_t i = 0; i < n; i++) hits += first[i] && first[i] == second[i];
   *fresh = (Row){"intern, new nodes", n, t1 - t0, ""};
@@ -144,9 +133,9 @@ static void bench_simplify(size_t target, Row *row) {
     exit(1);
   }
   size_t in = uop_graph_size(g.ctx, root);
-  double t0 = now_seconds();
+  double t0 = bench_now_ms() / 1e3;
   const uj_uop *out = uj_simplify(g.ctx, root);
-  double t1 = now_seconds();
+  double t1 = bench_now_ms() / 1e3;
   *row = (Row){"simplify, one graph", in, t1 - t0, ""};
   if (out)
     snprintf(row->note, sizeof row->note, "%zu nodes -> %zu", in, uop_graph_size(g.ctx, out));

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "uopjit/uopjit.h"
 
 enum { N_ELEMS = 1024, MAX_STEPS = 6, EXPR_MAX = 1024, TEXT_MAX = 2048, PATH_MAX_LEN = 512 };
@@ -89,14 +90,6 @@ typedef struct Kernel {
 
 typedef void (*KernelFnC)(float *out, const float *xs, const float *bs);
 
-/* A small deterministic generator (xorshift64), state passed explicitly. */
-static uint64_t rng_next(uint64_t *state) {
-  uint64_t x = *state;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return *state = x;
-}
 
 /* The operand of a step in both languages ("" for none). */
 static void operand_text(char kind, float c, char *uop, char *cc, size_t size) {
@@ -173,11 +166,6 @@ typedef struct Bench {
   float xs[N_ELEMS], bs[N_ELEMS], out[N_ELEMS];
 } Bench;
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static void fail(const char *what, const char *detail) {
   fprintf(stderr, "bench_jit: %s: %s\n", what, detail);
@@ -237,12 +225,12 @@ static void bench_free(Bench *B) {
 /* Parses and compiles kernel i into B->programs[i]; the times of both. */
 static void jit_compile(Bench *B, size_t i, double *compile_ms, double *parse_compile_ms) {
   Kernel *k = &B->kernels[i];
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   B->roots[i] = uj_parse(B->ctx, k->uop_text, k->name);
-  double t1 = now_ms();
+  double t1 = bench_now_ms();
   if (!B->roots[i]) fail("parse", uj_error(B->ctx));
   B->programs[i] = uj_compile(B->ctx, B->roots[i], k->name);
-  double t2 = now_ms();
+  double t2 = bench_now_ms();
   if (!B->programs[i]) fail("compile", uj_error(B->ctx));
   *compile_ms = t2 - t1;
   *parse_compile_ms = t2 - t0;
@@ -276,9 +264,9 @@ static void jit_compile_all(Bench *B) {
 /* Compiles each live kernel again: each must come back from the cache. */
 static void jit_cache_hits(Bench *B) {
   for (size_t i = 0; i < B->n; i++) {
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     uj_program *p = uj_compile(B->ctx, B->roots[i], B->kernels[i].name);
-    B->hit_ms[i] = now_ms() - t0;
+    B->hit_ms[i] = bench_now_ms() - t0;
     if (p != B->programs[i]) fail("cache miss", B->kernels[i].name);
     uj_program_free(p); /* the second reference */
   }
@@ -339,11 +327,11 @@ static void clang_one(Bench *B, size_t i, const char *dir) {
   snprintf(c_path, sizeof c_path, "%s/%s.c", dir, k->name);
   snprintf(so_path, sizeof so_path, "%s/%s.so", dir, k->name);
   write_file(c_path, k->c_text);
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   bool built = clang_build(B->clang, c_path, so_path);
   void *lib = built ? dlopen(so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
   void *sym = lib ? dlsym(lib, "kernel_c") : NULL;
-  B->clang_ms[i] = now_ms() - t0;
+  B->clang_ms[i] = bench_now_ms() - t0;
   if (!sym) fail("clang path", built ? dlerror() : "clang failed");
   KernelFnC fn;
   memcpy(&fn, &sym, sizeof fn);

@@ -3,12 +3,10 @@
 
 #include <llvm-c/Core.h>
 
-#define ALL_FLOATS (1u << UJ_FLOAT16 | 1u << UJ_BFLOAT16 | 1u << UJ_FLOAT32 | 1u << UJ_FLOAT64)
-
 const TargetHooks target_hooks[TARGET_COUNT] = {
   [TARGET_CPU] = {
     .global_space = 0, .local_space = 0, .kernel_cc = 0, .grid = false,
-    .libm_scalars = ALL_FLOATS, /* libm (float16/bfloat16 through float32, as the evaluator) */
+    .libm_scalars = TARGET_ALL_FLOATS, /* libm (float16/bfloat16 through float32, as the evaluator) */
   },
   [TARGET_NVPTX] = {
     .global_space = 1, .local_space = 3, .kernel_cc = LLVMPTXKernelCallConv, .grid = true,

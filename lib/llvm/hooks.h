@@ -12,6 +12,9 @@
 
 #include "llvm/target.h"
 
+/* Every float scalar, as a mask of 1 << uj_scalar bits. */
+#define TARGET_ALL_FLOATS (1u << UJ_FLOAT16 | 1u << UJ_BFLOAT16 | 1u << UJ_FLOAT32 | 1u << UJ_FLOAT64)
+
 typedef struct TargetHooks {
   unsigned global_space, local_space; /* LLVM address spaces of T* and T*local */
   unsigned kernel_cc;                 /* 0: a plain function behind a CPU entry */

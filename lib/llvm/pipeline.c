@@ -218,8 +218,7 @@ static bool optimize(Ctx *ctx, LLVMModuleRef mod, const PipelineRequest *req) {
  * only ops the target computes. */
 static const UOp *lower_kernel(Ctx *ctx, const UOp *kernel, const Target *t) {
   const UOp *k = symbolic_simplify(ctx, kernel);
-  unsigned floats = 1u << UJ_FLOAT16 | 1u << UJ_BFLOAT16 | 1u << UJ_FLOAT32 | 1u << UJ_FLOAT64;
-  unsigned lower = floats & ~target_hooks[t->kind].libm_scalars;
+  unsigned lower = TARGET_ALL_FLOATS & ~target_hooks[t->kind].libm_scalars;
   if (k && lower) k = transcendental_lower(ctx, k, lower);
   return k;
 }

@@ -63,6 +63,10 @@ static void mark_access(KernelSig *sig, const UOp *u) {
 }
 
 static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
+  if (op_has((Op)u->op, OPF_MOVEMENT)) {
+    ctx_set_error(ctx, "kernel: %s is a tensor op; rangeify turns tensors into kernels", op_table[u->op].name);
+    return false;
+  }
   switch (u->op) {
   case UJ_OP_PARAM: return add_param(ctx, sig, u);
   case UJ_OP_DEFINE_VAR: return add_var(ctx, sig, u);
@@ -80,14 +84,6 @@ static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
       }
     }
     return true;
-  case UJ_OP_RESHAPE:
-  case UJ_OP_EXPAND:
-  case UJ_OP_PERMUTE:
-  case UJ_OP_FLIP:
-  case UJ_OP_PAD:
-  case UJ_OP_SHRINK:
-    ctx_set_error(ctx, "kernel: %s is a tensor op; rangeify turns tensors into kernels", op_table[u->op].name);
-    return false;
   case UJ_OP_REDUCE:
     if (u->nsrc == 1) {
       ctx_set_error(ctx, "kernel: a REDUCE over axes is a tensor op; kernels reduce over RANGEs");
