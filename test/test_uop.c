@@ -31,6 +31,7 @@ static const UOp *sample_tensor(Ctx *ctx, Op op, int64_t v) {
   case UJ_OP_FLIP: arg.nints = 1; break;
   case UJ_OP_PAD: ints[1] = v, arg.nints = 4; break;
   case UJ_OP_SHRINK: ints[3] = 1, ints[1] = 2, arg.nints = 4; break;
+  case UJ_OP_STAGE: arg = arg_none(); break;
   default: arg = (Arg){"ADD", ints, 1}; break; /* REDUCE */
   }
   return uj_uop_new(ctx, op, dt_scalar(UJ_FLOAT32), &t, 1, arg);
@@ -72,7 +73,8 @@ static const UOp *sample(Ctx *ctx, Op op, int64_t v) {
   case UJ_OP_FLIP:
   case UJ_OP_PAD:
   case UJ_OP_SHRINK:
-  case UJ_OP_REDUCE: return sample_tensor(ctx, op, v);
+  case UJ_OP_REDUCE:
+  case UJ_OP_STAGE: return sample_tensor(ctx, op, v);
   case UJ_OP_VECTORIZE: return uj_uop_new(ctx, op, uj_dtype_vec(UJ_INT32, 2), (const UOp *[]){c0, cv}, 2, arg_none());
   case UJ_OP_GEP:
     return uj_uop_new(ctx, op, i32, (const UOp *[]){sample(ctx, UJ_OP_VECTORIZE, v)}, 1, (Arg){NULL, (int64_t[]){1}, 1});

@@ -76,6 +76,8 @@ typedef enum uj_op {
   /* tensors: movement and reduction */
   UJ_OP_RESHAPE, UJ_OP_EXPAND, UJ_OP_PERMUTE, UJ_OP_FLIP, UJ_OP_PAD, UJ_OP_SHRINK,
   UJ_OP_REDUCE,
+  /* scheduling: a tensor value materialised in a buffer */
+  UJ_OP_STAGE,
   UJ_OP_COUNT
 } uj_op;
 

@@ -63,7 +63,7 @@ static void mark_access(KernelSig *sig, const UOp *u) {
 }
 
 static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
-  if (op_has((Op)u->op, OPF_MOVEMENT)) {
+  if (op_has((Op)u->op, OPF_TENSOR)) {
     ctx_set_error(ctx, "kernel: %s is a tensor op; rangeify turns tensors into kernels", op_table[u->op].name);
     return false;
   }

@@ -157,3 +157,25 @@ const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *use
   free(w.stack);
   return out;
 }
+
+const UOp *graph_substitute(Ctx *ctx, const UOp *root, ReplaceFn replace, void *user) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, root, &nodes);
+  const UOp **result = n ? calloc(ctx->nnodes, sizeof *result) : NULL; /* by id of the input's nodes */
+  const UOp *out = NULL;
+  for (size_t k = 0; result && k < n; k++) {
+    const UOp *u = nodes[k], *small[8], **src = u->nsrc <= 8 ? small : malloc(u->nsrc * sizeof *src);
+    if (!src) break;
+    for (uint32_t i = 0; i < u->nsrc; i++) src[i] = result[u->src[i]->id];
+    const UOp *v = uop_replace_src(ctx, u, src, u->nsrc);
+    if (src != small) free(src);
+    const UOp *r = v ? replace(user, u, v) : NULL;
+    if (!r) break;
+    result[u->id] = r;
+    if (k + 1 == n) out = r;
+  }
+  if (!out && !ctx->error[0]) ctx_set_error(ctx, "out of memory substituting in a graph");
+  free(nodes);
+  free(result);
+  return out;
+}

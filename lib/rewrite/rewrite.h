@@ -67,4 +67,14 @@ const UOp *ruleset_apply(Rewriter *rw, const UOp *u);
  * when out of memory or when the rules do not converge. */
 const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user);
 
+/* Replaces nodes of the graph under root by identity: in source-first
+ * order, each node u is rebuilt on its sources' results (`rebuilt`, u
+ * itself when they are unchanged) and its result is what `replace`
+ * returns for (u, rebuilt); return `rebuilt` to keep it. For decisions
+ * that depend on a node's users (which rules do not see); rules are for
+ * the rest. NULL with the error set when out of memory or when `replace`
+ * returns NULL. */
+typedef const UOp *(*ReplaceFn)(void *user, const UOp *u, const UOp *rebuilt);
+const UOp *graph_substitute(Ctx *ctx, const UOp *root, ReplaceFn replace, void *user);
+
 #endif

@@ -444,7 +444,7 @@ static bool eval_node(Eval *ev, const UOp *u) {
   case UJ_OP_CALL: return fail(ev, u, "CALL is not evaluable");
   default:
     if (op_has((Op)u->op, OPF_ALU) && u->nsrc <= 3) return eval_alu(ev, u);
-    if (op_has((Op)u->op, OPF_MOVEMENT)) return fail(ev, u, "a tensor op is not evaluable here (eval_tensor is)");
+    if (op_has((Op)u->op, OPF_TENSOR)) return fail(ev, u, "a tensor op is not evaluable here (eval_tensor is)");
     return fail(ev, u, "the evaluator does not know this op");
   }
 }

@@ -126,7 +126,7 @@ static int64_t index_ravel(const int64_t *idx, const int64_t *shape, unsigned nd
 static bool node_check(const TensorEval *te, const UOp *u, const UOp *root) {
   Ctx *ctx = te->ctx;
   const char *name = op_table[u->op].name;
-  bool tensor_op = u->op == UJ_OP_CONST || op_has((Op)u->op, OPF_MOVEMENT) ||
+  bool tensor_op = u->op == UJ_OP_CONST || op_has((Op)u->op, OPF_TENSOR) ||
                    op_has((Op)u->op, OPF_ALU) || (u->op == UJ_OP_REDUCE && u->nsrc == 1);
   if (u->op == UJ_OP_REDUCE && !tensor_op)
     return fail(ctx, u, "REDUCE over RANGEs is not a tensor op");
@@ -253,6 +253,7 @@ static bool compute_node(TensorEval *te, const UOp *u) {
   if (u->op == UJ_OP_CONST) out[0] = word_normalize((uj_scalar)u->dtype.scalar, uop_const_value(u));
   else if (u->op == UJ_OP_BUFFER) compute_buffer(te, u, count, out);
   else if (u->op == UJ_OP_REDUCE) compute_reduce(te, u, count, out);
+  else if (u->op == UJ_OP_STAGE) memcpy(out, array_of(te, u->src[0]), words * sizeof *out);
   else if (op_has((Op)u->op, OPF_MOVEMENT)) compute_movement(te, u, count, out);
   else compute_alu(te, u, count, out);
   return true;

@@ -267,6 +267,15 @@ static const char *rule_vectorize(const UOp *u, DType *out, char *buf, size_t si
 }
 
 /* GEP(v) lane k: one lane of a vector value, as a scalar. */
+/* STAGE(x): x's value, materialised in a buffer by the scheduler. */
+static const char *rule_stage(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  DType d = u->src[0]->dtype;
+  if (dt_is_ptr(d) || dt_is_void(d)) return FAIL("STAGE takes a tensor value, not %s", dtype_str(d, a, sizeof a));
+  *out = d;
+  return NULL;
+}
+
 static const char *rule_gep(const UOp *u, DType *out, char *buf, size_t size) {
   char a[32];
   DType d = u->src[0]->dtype;
@@ -321,13 +330,14 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_END]     = {"END",        2, -1,  ARG_NONE,   0,                    true,  rule_end},
   [UJ_OP_VECTORIZE] = {"VECTORIZE", 1, -1, ARG_NONE,   0,                    true,  rule_vectorize},
   [UJ_OP_GEP]     = {"GEP",        1, 1,   ARG_LANE,   0,                    true,  rule_gep},
-  [UJ_OP_RESHAPE] = {"RESHAPE",    1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_reshape},
-  [UJ_OP_EXPAND]  = {"EXPAND",     1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_expand},
-  [UJ_OP_PERMUTE] = {"PERMUTE",    1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_permute},
-  [UJ_OP_FLIP]    = {"FLIP",       1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_flip},
-  [UJ_OP_PAD]     = {"PAD",        1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_pad_shrink},
-  [UJ_OP_SHRINK]  = {"SHRINK",     1, 1,   ARG_INTS,   OPF_MOVEMENT,        true,  movement_rule_pad_shrink},
+  [UJ_OP_RESHAPE] = {"RESHAPE",    1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_reshape},
+  [UJ_OP_EXPAND]  = {"EXPAND",     1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_expand},
+  [UJ_OP_PERMUTE] = {"PERMUTE",    1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_permute},
+  [UJ_OP_FLIP]    = {"FLIP",       1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_flip},
+  [UJ_OP_PAD]     = {"PAD",        1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_pad_shrink},
+  [UJ_OP_SHRINK]  = {"SHRINK",     1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_pad_shrink},
   [UJ_OP_REDUCE]  = {"REDUCE",     1, -1,  ARG_REDUCE, 0,                    true,  movement_rule_reduce},
+  [UJ_OP_STAGE]   = {"STAGE",      1, 1,   ARG_NONE,   OPF_TENSOR,           true,  rule_stage},
 };
 
 const char *const axis_kind_names[AXIS_COUNT] = {

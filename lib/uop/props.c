@@ -206,6 +206,8 @@ bool uop_compute_shape(Ctx *ctx, UOp *u) {
     u->shape = shape, u->ndim = 1;
   } else if (op_has((Op)u->op, OPF_MOVEMENT) || u->op == UJ_OP_REDUCE) {
     return movement_shape(ctx, u);
+  } else if (u->op == UJ_OP_STAGE) {
+    u->shape = u->src[0]->shape, u->ndim = u->src[0]->ndim;
   } else if (op_has((Op)u->op, OPF_ALU) && u->nsrc > 0) {
     const UOp *first = u->op == UJ_OP_WHERE ? u->src[1] : u->src[0];
     u->shape = first->shape, u->ndim = first->ndim;

@@ -132,6 +132,7 @@ enum OpFlag {
   OPF_ASSOCIATIVE = 1 << 5, /* f(f(a, b), c) == f(a, f(b, c)) on ints */
   OPF_COMPARE = 1 << 6,     /* result is bool */
   OPF_MOVEMENT = 1 << 7,    /* moves data: shape from the arg (movement.c) */
+  OPF_TENSOR = 1 << 8,      /* tensor level only: rangeify removes it */
 };
 
 /* Type rule: checks the sources and arg of u; on success writes the dtype
