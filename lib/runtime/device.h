@@ -1,0 +1,62 @@
+/* device.h — a device as a small vtable, and the buffers that live on it.
+ *
+ * In: a device name ("CPU"; the CUDA and HSA devices come later and are
+ * reported absent until then). Out: a Device that allocates memory, copies
+ * it in and out, compiles kernels (cached per device by kernel node, so a
+ * schedule run again compiles nothing) and launches them; RtBuffers,
+ * counted references to device memory. Errors: false/NULL with the
+ * message in the device's context. */
+#ifndef UJ_DEVICE_H
+#define UJ_DEVICE_H
+
+#include "uop/uop.h"
+
+typedef struct Device Device;
+
+typedef struct DeviceOps {
+  void *(*alloc)(Device *d, size_t bytes);
+  void (*free)(Device *d, void *mem);
+  bool (*copy_in)(Device *d, void *dst, const void *host, size_t bytes);
+  bool (*copy_out)(Device *d, void *host, const void *src, size_t bytes);
+  /* A program for kernel (a SINK over PARAM slots), or NULL. */
+  void *(*compile)(Device *d, const UOp *kernel, const char *name);
+  bool (*launch)(Device *d, void *program, void *const *buffers, size_t n);
+  void (*program_free)(Device *d, void *program);
+  bool (*synchronize)(Device *d);
+} DeviceOps;
+
+typedef struct CachedProgram {
+  const UOp *kernel;
+  void *program;
+} CachedProgram;
+
+struct Device {
+  const char *name;
+  const DeviceOps *ops;
+  Ctx *ctx;              /* kernels and error messages */
+  CachedProgram *cache;  /* compiled kernels, by kernel node */
+  size_t ncache, cap_cache;
+};
+
+/* NULL when the device is unknown or absent, with the reason in *error. */
+Device *device_open(Ctx *ctx, const char *name, const char **error);
+void device_close(Device *d);
+/* The program for kernel, compiled on first use. */
+void *device_program(Device *d, const UOp *kernel, const char *name);
+
+/* Memory on a device, shared by counted references. */
+typedef struct RtBuffer {
+  Device *device;
+  void *mem;
+  size_t bytes;
+  unsigned refs;
+} RtBuffer;
+
+RtBuffer *rt_buffer_new(Device *d, size_t bytes);
+RtBuffer *rt_buffer_ref(RtBuffer *b);
+void rt_buffer_unref(RtBuffer *b);
+
+/* The CPU device (backends/cpu/device.c). */
+extern const DeviceOps cpu_device_ops;
+
+#endif

@@ -1,0 +1,76 @@
+/* run.c — buffer tables and running a schedule (run.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/run.h"
+#include "uop/alu.h"
+
+bool buffer_table_set(BufferTable *t, int64_t id, RtBuffer *b) {
+  if (id < 0) return false;
+  if ((size_t)id >= t->cap) {
+    size_t cap = t->cap ? t->cap : 64;
+    while (cap <= (size_t)id) cap *= 2;
+    RtBuffer **by_id = realloc(t->by_id, cap * sizeof *by_id);
+    if (!by_id) return false;
+    memset(by_id + t->cap, 0, (cap - t->cap) * sizeof *by_id);
+    t->by_id = by_id, t->cap = cap;
+  }
+  rt_buffer_ref(b);
+  rt_buffer_unref(t->by_id[id]);
+  t->by_id[id] = b;
+  return true;
+}
+
+RtBuffer *buffer_table_get(const BufferTable *t, int64_t id) {
+  return id >= 0 && (size_t)id < t->cap ? t->by_id[id] : NULL;
+}
+
+void buffer_table_free(BufferTable *t) {
+  for (size_t i = 0; i < t->cap; i++) rt_buffer_unref(t->by_id[i]);
+  free(t->by_id);
+  *t = (BufferTable){0};
+}
+
+static size_t buffer_bytes(const UOp *buffer) { return (size_t)buffer->ints[1] * elem_bytes(dt_base(buffer->dtype)); }
+
+/* The memory item j writes: its slab, or new memory for a root. */
+static RtBuffer *output_memory(Device *d, const Schedule *s, RtBuffer **slabs, size_t j) {
+  long slab = s->slab_of_item[j];
+  if (slab < 0) return rt_buffer_new(d, buffer_bytes(s->items[j].output));
+  if (!slabs[slab]) slabs[slab] = rt_buffer_new(d, s->slab_bytes[slab]);
+  return rt_buffer_ref(slabs[slab]);
+}
+
+static bool run_item(Device *d, const Schedule *s, BufferTable *t, RtBuffer **slabs, size_t j) {
+  const ScheduleItem *it = &s->items[j];
+  enum { SMALL = 16 };
+  void *small[SMALL], **args = it->ninputs + 1 <= SMALL ? small : malloc((it->ninputs + 1) * sizeof *args);
+  RtBuffer *out = args ? output_memory(d, s, slabs, j) : NULL;
+  bool ok = out && buffer_table_set(t, it->output->ints[0], out);
+  rt_buffer_unref(out);
+  if (ok) args[0] = out->mem;
+  for (size_t k = 0; ok && k < it->ninputs; k++) {
+    RtBuffer *in = buffer_table_get(t, it->inputs[k]->ints[0]);
+    if (!in) ctx_set_error(d->ctx, "run: kernel %s reads buffer %lld, which holds nothing", it->name, (long long)it->inputs[k]->ints[0]);
+    ok = in != NULL;
+    if (ok) args[k + 1] = in->mem;
+  }
+  void *program = ok ? device_program(d, it->kernel, it->name) : NULL;
+  ok = program && d->ops->launch(d, program, args, it->ninputs + 1);
+  if (args != small) free(args);
+  if (!args) ctx_set_error(d->ctx, "run: out of memory");
+  return ok;
+}
+
+bool runtime_run(Device *d, const Schedule *s, BufferTable *t) {
+  RtBuffer **slabs = calloc(s->nslabs ? s->nslabs : 1, sizeof *slabs);
+  bool ok = slabs != NULL;
+  for (size_t j = 0; ok && j < s->nitems; j++) ok = run_item(d, s, t, slabs, j);
+  ok = ok && d->ops->synchronize(d);
+  for (size_t j = 0; j < s->nitems; j++) /* temps die with the run */
+    if (s->slab_of_item[j] >= 0) buffer_table_set(t, s->items[j].output->ints[0], NULL);
+  for (size_t k = 0; slabs && k < s->nslabs; k++) rt_buffer_unref(slabs[k]);
+  free(slabs);
+  if (!slabs) ctx_set_error(d->ctx, "run: out of memory");
+  return ok;
+}

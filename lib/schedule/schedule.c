@@ -1,0 +1,237 @@
+/* schedule.c — cutting a tensor graph into kernels (schedule.h).
+ *
+ *   roots ──known──> graph with computed nodes replaced by BUFFER views
+ *         ──cuts───> STAGE(x) around each root and each broadcast REDUCE
+ *         ──kernels> (STAGE x) -> RESHAPE(BUFFER): x's kernel (rangeify),
+ *                    made bottom-up, so producers come before consumers
+ *         ──plan───> deps, levels, temps sharing slabs of memory
+ * Cuts depend on a node's users, which rules do not see, so they are a
+ * substitution (graph_substitute); the kernels are one rewrite rule. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule/rangeify.h"
+#include "schedule/schedule.h"
+#include "uop/alu.h"
+
+typedef struct Scheduler {
+  Ctx *ctx;
+  int64_t *next_id;
+  const char *device;
+  const unsigned char *cut; /* by node id: wrap in a STAGE */
+  ScheduleItem *items;
+  size_t nitems, cap;
+} Scheduler;
+
+static int64_t numel(const UOp *t) {
+  int64_t n = 1;
+  for (unsigned k = 0; k < t->ndim; k++) n *= t->shape[k];
+  return n;
+}
+
+const UOp *schedule_view_buffer(const UOp *view) {
+  return view && view->op == UJ_OP_RESHAPE && view->src[0]->op == UJ_OP_BUFFER ? view->src[0] : NULL;
+}
+
+/* ---- cuts ---- */
+
+static bool is_tensor_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1; }
+
+/* Users before sources: a node is broadcast when an EXPAND reads it, or
+ * a node that is broadcast and not cut does. A broadcast REDUCE is cut. */
+static unsigned char *find_cuts(Ctx *ctx, const UOp *sink) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, sink, &nodes);
+  unsigned char *cut = n ? calloc(ctx->nnodes, 1) : NULL, *bcast = n ? calloc(ctx->nnodes, 1) : NULL;
+  if (!cut || !bcast) {
+    free(nodes), free(cut), free(bcast);
+    return ctx_set_error(ctx, "schedule: out of memory"), NULL;
+  }
+  for (uint32_t i = 0; i < sink->nsrc; i++) cut[sink->src[i]->id] = !schedule_view_buffer(sink->src[i]);
+  for (size_t k = n; k-- > 0;) {
+    const UOp *u = nodes[k];
+    if (is_tensor_reduce(u) && bcast[u->id]) cut[u->id] = 1;
+    for (uint32_t i = 0; u != sink && i < u->nsrc; i++)
+      bcast[u->src[i]->id] |= u->op == UJ_OP_EXPAND || (bcast[u->id] && !cut[u->id]);
+  }
+  free(nodes), free(bcast);
+  return cut;
+}
+
+static const UOp *wrap_cut(void *user, const UOp *u, const UOp *rebuilt) {
+  Scheduler *s = user;
+  return s->cut[u->id] ? uop_new(s->ctx, UJ_OP_STAGE, rebuilt->dtype, &rebuilt, 1, arg_none()) : rebuilt;
+}
+
+/* ---- kernels ---- */
+
+static void item_name(Ctx *ctx, ScheduleItem *it, const UOp *t) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, it->kernel, &nodes);
+  bool reduce = false;
+  for (size_t i = 0; i < n; i++) reduce |= nodes[i]->op == UJ_OP_REDUCE;
+  free(nodes);
+  size_t at = (size_t)snprintf(it->name, sizeof it->name, "%c", reduce ? 'R' : 'E');
+  for (unsigned k = 0; k < t->ndim && at < sizeof it->name; k++)
+    at += (size_t)snprintf(it->name + at, sizeof it->name - at, "_%lld", (long long)t->shape[k]);
+}
+
+static const UOp *rw_stage(Rewriter *rw, const UOp *root, const Binds *m) {
+  Scheduler *s = rw->user;
+  Ctx *ctx = rw->ctx;
+  const UOp *x = m->x;
+  if (schedule_view_buffer(x)) return x; /* already a buffer */
+  if (s->nitems == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 8;
+    ScheduleItem *items = realloc(s->items, cap * sizeof *items);
+    if (!items) return ctx_set_error(ctx, "schedule: out of memory"), NULL;
+    s->items = items, s->cap = cap;
+  }
+  ScheduleItem *it = &s->items[s->nitems];
+  memset(it, 0, sizeof *it);
+  it->kernel = rangeify_kernel(ctx, x, &it->inputs, &it->ninputs);
+  if (!it->kernel) return NULL;
+  s->nitems++;
+  int64_t arg[2] = {(*s->next_id)++, numel(x)};
+  DType p = uj_dtype_ptr((uj_scalar)x->dtype.scalar, x->dtype.lanes, UJ_AS_GLOBAL);
+  it->output = uop_new(ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){ctx_intern_string(ctx, s->device, strlen(s->device)), arg, 2});
+  item_name(ctx, it, x);
+  return uop_new(ctx, UJ_OP_RESHAPE, x->dtype, &it->output, 1, (Arg){NULL, x->shape, x->ndim});
+}
+
+static const Rule stage_rules[] = {
+  {"(STAGE x)", rw_stage}, // STAGE(x) -> RESHAPE(BUFFER): a kernel writes x there
+};
+
+/* ---- the plan ---- */
+
+static long producer(const Schedule *s, const UOp *buffer) {
+  for (size_t i = 0; i < s->nitems; i++)
+    if (s->items[i].output == buffer) return (long)i;
+  return -1;
+}
+
+static bool reads(const ScheduleItem *it, const UOp *buffer) {
+  for (size_t k = 0; k < it->ninputs; k++)
+    if (it->inputs[k] == buffer) return true;
+  return false;
+}
+
+static bool add_dep(ScheduleItem *it, size_t dep) {
+  for (size_t k = 0; k < it->ndeps; k++)
+    if (it->deps[k] == dep) return true;
+  size_t *d = realloc(it->deps, (it->ndeps + 1) * sizeof *d);
+  if (!d) return false;
+  it->deps = d, it->deps[it->ndeps++] = dep;
+  return true;
+}
+
+/* Depends on every item before j that wrote or read item o's output. */
+static bool after_users_of(Schedule *s, size_t j, size_t o) {
+  bool ok = add_dep(&s->items[j], o);
+  for (size_t i = o + 1; ok && i < j; i++)
+    if (reads(&s->items[i], s->items[o].output)) ok = add_dep(&s->items[j], i);
+  return ok;
+}
+
+static bool is_root_output(const Schedule *s, const UOp *buffer) {
+  for (size_t r = 0; r < s->noutputs; r++)
+    if (schedule_view_buffer(s->outputs[r]) == buffer) return true;
+  return false;
+}
+
+/* Temps take the smallest slab whose occupant is dead (its last reader is
+ * an earlier item), growing one if none is big enough, else a new one. */
+static bool plan_memory(Schedule *s) {
+  size_t n = s->nitems;
+  size_t *last = calloc(n ? n : 1, sizeof *last), *occupant = calloc(n ? n : 1, sizeof *occupant);
+  s->slab_of_item = malloc((n ? n : 1) * sizeof *s->slab_of_item);
+  s->slab_bytes = calloc(n ? n : 1, sizeof *s->slab_bytes);
+  bool ok = last && occupant && s->slab_of_item && s->slab_bytes;
+  for (size_t i = 0; ok && i < n; i++) {
+    last[i] = i;
+    for (size_t j = i + 1; j < n; j++)
+      if (reads(&s->items[j], s->items[i].output)) last[i] = j;
+  }
+  for (size_t j = 0; ok && j < n; j++) {
+    const UOp *out = s->items[j].output;
+    s->slab_of_item[j] = -1;
+    if (is_root_output(s, out)) continue;
+    size_t bytes = (size_t)out->ints[1] * elem_bytes(dt_base(out->dtype));
+    long best = -1;
+    for (size_t k = 0; k < s->nslabs; k++) {
+      if (last[occupant[k]] >= j) continue;
+      bool fits = s->slab_bytes[k] >= bytes, best_fits = best >= 0 && s->slab_bytes[best] >= bytes;
+      if (best < 0 || (fits && (!best_fits || s->slab_bytes[k] < s->slab_bytes[best])) ||
+          (!fits && !best_fits && s->slab_bytes[k] > s->slab_bytes[best]))
+        best = (long)k;
+    }
+    if (best >= 0) ok = after_users_of(s, j, occupant[best]);
+    else best = (long)s->nslabs++;
+    if (s->slab_bytes[best] < bytes) s->slab_bytes[best] = bytes;
+    occupant[best] = j, s->slab_of_item[j] = best;
+  }
+  free(last), free(occupant);
+  return ok;
+}
+
+static bool plan_deps(Schedule *s) {
+  for (size_t j = 0; j < s->nitems; j++) {
+    ScheduleItem *it = &s->items[j];
+    for (size_t k = 0; k < it->ninputs; k++) {
+      long p = producer(s, it->inputs[k]);
+      if (p >= 0 && !add_dep(it, (size_t)p)) return false;
+    }
+  }
+  if (!plan_memory(s)) return false;
+  for (size_t j = 0; j < s->nitems; j++) {
+    ScheduleItem *it = &s->items[j];
+    for (size_t k = 0; k < it->ndeps; k++)
+      if (s->items[it->deps[k]].level + 1 > it->level) it->level = s->items[it->deps[k]].level + 1;
+  }
+  return true;
+}
+
+/* ---- the whole ---- */
+
+static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, ReplaceFn known, void *user) {
+  Ctx *ctx = st->ctx;
+  if (known) sink = graph_substitute(ctx, sink, known, user);
+  unsigned char *cut = sink ? find_cuts(ctx, sink) : NULL;
+  if (!cut) return NULL;
+  st->cut = cut;
+  sink = graph_substitute(ctx, sink, wrap_cut, st);
+  free(cut);
+  RuleSet *rs = sink ? ruleset_new(ctx, stage_rules, sizeof stage_rules / sizeof *stage_rules) : NULL;
+  sink = rs ? graph_rewrite(ctx, sink, rs, st) : NULL;
+  ruleset_free(rs);
+  return sink;
+}
+
+Schedule *schedule_make(Ctx *ctx, const UOp *const *roots, size_t nroots, ReplaceFn known, void *user,
+                        int64_t *next_buffer_id, const char *device) {
+  for (size_t i = 0; i < nroots; i++)
+    if (dt_is_ptr(roots[i]->dtype) || dt_is_void(roots[i]->dtype))
+      return ctx_set_error(ctx, "schedule: root %zu is not a tensor", i), NULL;
+  Schedule *s = calloc(1, sizeof *s);
+  s->outputs = calloc(nroots ? nroots : 1, sizeof *s->outputs);
+  Scheduler st = {ctx, next_buffer_id, device ? device : "CPU", NULL, NULL, 0, 0};
+  const UOp *sink = s && s->outputs ? uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), roots, nroots, arg_none()) : NULL;
+  if (!sink && s) ctx_set_error(ctx, "schedule: out of memory");
+  sink = sink ? cut_and_kernel(&st, sink, known, user) : NULL;
+  if (s) s->items = st.items, s->nitems = st.nitems;
+  else free(st.items);
+  if (!sink) return schedule_free(s), NULL;
+  memcpy(s->outputs, sink->src, nroots * sizeof *s->outputs);
+  s->noutputs = nroots;
+  if (!plan_deps(s)) return ctx_set_error(ctx, "schedule: out of memory"), schedule_free(s), NULL;
+  return s;
+}
+
+void schedule_free(Schedule *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->nitems; i++) free(s->items[i].inputs), free(s->items[i].deps);
+  free(s->items), free(s->outputs), free(s->slab_of_item), free(s->slab_bytes);
+  free(s);
+}

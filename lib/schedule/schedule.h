@@ -1,0 +1,53 @@
+/* schedule.h — tensor graphs to a list of kernels (docs/schedule.md).
+ *
+ * In: the tensors to compute (roots), and a way to see which nodes are
+ * already computed (`known`: a node to the view of the BUFFER that holds
+ * it). Out: a Schedule — kernels in dependency order, each writing one
+ * BUFFER from others; the BUFFER view that holds each root; a memory plan
+ * that lets an intermediate BUFFER live in the memory of one that is dead;
+ * and, per kernel, the kernels it waits for (its level: kernels of one
+ * level are independent of each other).
+ *
+ * Where the graph is cut (a STAGE marks each cut, then each STAGE becomes
+ * a kernel by rangeify): every root, and every REDUCE whose result is
+ * broadcast (seen by an EXPAND through movement and ALU ops), which would
+ * otherwise be recomputed for every element it is broadcast to. All else
+ * fuses into the kernel that reads it. */
+#ifndef UJ_SCHEDULE_H
+#define UJ_SCHEDULE_H
+
+#include "rewrite/rewrite.h"
+
+typedef struct ScheduleItem {
+  const UOp *kernel;   /* writes PARAM 0 (output), reads PARAMs 1.. */
+  const UOp *output;   /* the BUFFER of PARAM 0 */
+  const UOp **inputs;  /* the BUFFERs of PARAMs 1.. */
+  size_t ninputs;
+  size_t *deps;        /* items that run first: producers of the inputs,
+                          earlier users of reused memory */
+  size_t ndeps;
+  unsigned level;      /* 0 without deps, else 1 + the deps' highest */
+  char name[48];       /* "E_64_16" elementwise, "R_..." with a REDUCE */
+} ScheduleItem;
+
+typedef struct Schedule {
+  ScheduleItem *items;
+  size_t nitems;
+  const UOp **outputs; /* by root: the RESHAPE(BUFFER) view holding it */
+  size_t noutputs;
+  /* The memory plan: temps (outputs of items that are no root's) by item
+   * index, -1 for roots; temps of one slab have disjoint lifetimes. */
+  long *slab_of_item;
+  size_t *slab_bytes;
+  size_t nslabs;
+} Schedule;
+
+/* next_buffer_id: the id of the next BUFFER made (advanced); device: the
+ * BUFFERs' device name. NULL with the error set on failure. */
+Schedule *schedule_make(Ctx *ctx, const UOp *const *roots, size_t nroots, ReplaceFn known, void *user,
+                        int64_t *next_buffer_id, const char *device);
+void schedule_free(Schedule *s);
+/* The BUFFER a view made by the scheduler (RESHAPE of a BUFFER) reads. */
+const UOp *schedule_view_buffer(const UOp *view);
+
+#endif
