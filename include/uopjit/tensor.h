@@ -1,0 +1,152 @@
+/* tensor.h — the lazy tensor API of uopjit (docs/tensor.md).
+ *
+ * In: a session (a device and the graph context its tensors live in) and
+ * tensors made from host memory or by creation functions. Operations build
+ * a tensor-level UOp graph and compute nothing; uj_tensor_realize (or
+ * uj_tensor_to_host) schedules the graph into kernels (lib/schedule),
+ * compiles them and runs them on the session's device (lib/runtime).
+ *
+ * Ownership: the session owns every tensor made in it and frees them all
+ * with uj_session_free; uj_tensor_free lets one go earlier (its memory is
+ * released once no live tensor's graph reads it).
+ *
+ * Errors: a function that fails returns NULL (or a status != UJ_OK) and
+ * leaves a message in the session (uj_session_error), naming the operation
+ * and, for shape errors, both shapes. A NULL tensor argument returns NULL
+ * and keeps the first message, so a chain of calls is checked once, at
+ * its end. */
+#ifndef UOPJIT_TENSOR_H
+#define UOPJIT_TENSOR_H
+
+#include "uopjit/uopjit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct uj_session uj_session;
+typedef struct uj_tensor uj_tensor;
+
+enum { UJ_MAX_DIMS = 8 }; /* the most axes a tensor of this API has */
+
+/* ---- sessions ---- */
+/* device: "CPU" (or NULL). NULL when the device is unknown or absent; the
+ * reason is then in *error (may be NULL) as a static string. */
+uj_session *uj_session_new(const char *device, const char **error);
+void uj_session_free(uj_session *s);
+const char *uj_session_error(const uj_session *s); /* "" when none */
+void uj_session_clear_error(uj_session *s);
+uj_ctx *uj_session_ctx(uj_session *s); /* the graph context of its tensors */
+
+/* ---- creation ---- */
+/* A copy of data: numel elements of dtype, C order, host byte order. */
+uj_tensor *uj_tensor_from_data(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim, const void *data);
+uj_tensor *uj_tensor_full(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim, double value);
+uj_tensor *uj_tensor_zeros(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim);
+uj_tensor *uj_tensor_ones(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim);
+/* start, start+step, ... below stop (above it for step < 0). */
+uj_tensor *uj_tensor_arange(uj_session *s, uj_scalar dtype, double start, double stop, double step);
+/* float32, uniform in [0, 1) / standard normal; the same seed gives the
+ * same values on every run and machine. */
+uj_tensor *uj_tensor_rand(uj_session *s, const int64_t *shape, unsigned ndim, uint64_t seed);
+uj_tensor *uj_tensor_randn(uj_session *s, const int64_t *shape, unsigned ndim, uint64_t seed);
+/* A .npy file (float32/64, int32/64, bool, uint8; C order, little
+ * endian) / t written as one. */
+uj_tensor *uj_tensor_load_npy(uj_session *s, const char *path);
+uj_status uj_tensor_save_npy(uj_tensor *t, const char *path);
+
+/* ---- reading ---- */
+uj_session *uj_tensor_session(const uj_tensor *t);
+unsigned uj_tensor_ndim(const uj_tensor *t);
+const int64_t *uj_tensor_shape(const uj_tensor *t);
+uj_scalar uj_tensor_dtype(const uj_tensor *t);
+int64_t uj_tensor_numel(const uj_tensor *t);
+const uj_uop *uj_tensor_uop(const uj_tensor *t); /* its graph now */
+
+/* ---- elementwise: shapes broadcast as in NumPy ---- */
+typedef enum uj_binop {
+  UJ_BIN_ADD, UJ_BIN_SUB, UJ_BIN_MUL, UJ_BIN_DIV, UJ_BIN_POW,
+  UJ_BIN_MAXIMUM, UJ_BIN_MINIMUM,
+  UJ_BIN_LT, UJ_BIN_LE, UJ_BIN_GT, UJ_BIN_GE, UJ_BIN_EQ, UJ_BIN_NE,
+  UJ_BIN_AND, UJ_BIN_OR, UJ_BIN_XOR,
+  UJ_BIN_COUNT
+} uj_binop;
+typedef enum uj_unop {
+  UJ_UN_NEG, UJ_UN_EXP, UJ_UN_LOG, UJ_UN_EXP2, UJ_UN_LOG2, UJ_UN_SQRT, UJ_UN_RECIP,
+  UJ_UN_SIN, UJ_UN_COS, UJ_UN_ABS, UJ_UN_RELU, UJ_UN_GELU, UJ_UN_SIGMOID, UJ_UN_TANH,
+  UJ_UN_NOT,
+  UJ_UN_COUNT
+} uj_unop;
+/* DIV of two integer tensors is true division (float32), as in NumPy;
+ * comparisons give bool; AND/OR/XOR take bool or integer tensors. */
+uj_tensor *uj_tensor_binary(uj_binop op, uj_tensor *a, uj_tensor *b);
+/* a op v (v_left: v op a). v is weakly typed: it takes a's dtype, or
+ * float32 when a is an integer or bool tensor and v is not integral. */
+uj_tensor *uj_tensor_binary_scalar(uj_binop op, uj_tensor *a, double v, bool v_left);
+uj_tensor *uj_tensor_unary(uj_unop op, uj_tensor *a);
+uj_tensor *uj_tensor_cast(uj_tensor *a, uj_scalar dtype);
+uj_tensor *uj_tensor_where(uj_tensor *cond, uj_tensor *a, uj_tensor *b);
+const char *uj_binop_name(uj_binop op); /* "add", "pow", "lt", ... */
+const char *uj_unop_name(uj_unop op);   /* "neg", "exp", "relu", ... */
+
+/* ---- movement (views: no copy until realized) ---- */
+/* shape may hold one -1, inferred from the element count. */
+uj_tensor *uj_tensor_reshape(uj_tensor *a, const int64_t *shape, unsigned ndim);
+/* Broadcasts size-1 axes (and new leading axes) to shape. */
+uj_tensor *uj_tensor_expand(uj_tensor *a, const int64_t *shape, unsigned ndim);
+uj_tensor *uj_tensor_permute(uj_tensor *a, const int *order, unsigned n);
+uj_tensor *uj_tensor_transpose(uj_tensor *a, int axis0, int axis1);
+uj_tensor *uj_tensor_flip(uj_tensor *a, const int *axes, unsigned n);
+/* lohi[2k], lohi[2k+1]: elements added before / after axis k (zeros). */
+uj_tensor *uj_tensor_pad(uj_tensor *a, const int64_t *lohi, unsigned ndim);
+/* Keeps [lohi[2k], lohi[2k+1]) of axis k. */
+uj_tensor *uj_tensor_shrink(uj_tensor *a, const int64_t *lohi, unsigned ndim);
+/* Negative axes count from the end; n == 0 means every axis. */
+uj_tensor *uj_tensor_cat(uj_tensor *const *ts, unsigned n, int axis);
+uj_tensor *uj_tensor_stack(uj_tensor *const *ts, unsigned n, int axis);
+/* out[.., i, ..] = a[.., index[.., i, ..], ..] along axis; index is an
+ * integer tensor of a's rank, its other axes no larger than a's. */
+uj_tensor *uj_tensor_gather(uj_tensor *a, int axis, uj_tensor *index);
+
+/* ---- reductions ---- */
+typedef enum uj_reduceop {
+  UJ_RED_SUM, UJ_RED_MAX, UJ_RED_MIN, UJ_RED_MEAN, UJ_RED_ARGMAX, UJ_RED_ARGMIN,
+  UJ_RED_COUNT
+} uj_reduceop;
+/* Over axes[0..n) (negative count from the end; n == 0: every axis).
+ * ARGMAX/ARGMIN take one axis (or n == 0: the flat index) and give int32,
+ * the first index on ties. */
+uj_tensor *uj_tensor_reduce(uj_reduceop op, uj_tensor *a, const int *axes, unsigned n, bool keepdim);
+uj_tensor *uj_tensor_softmax(uj_tensor *a, int axis);
+uj_tensor *uj_tensor_log_softmax(uj_tensor *a, int axis);
+
+/* ---- linear algebra and convolution ---- */
+/* NumPy matmul: 1-D operands are vectors, batch axes broadcast. */
+uj_tensor *uj_tensor_matmul(uj_tensor *a, uj_tensor *b);
+/* x (N, C, H, W), w (O, C/groups, KH, KW), bias (O) or NULL. stride,
+ * padding, dilation: [h, w]; NULL means 1, 0, 1. */
+uj_tensor *uj_tensor_conv2d(uj_tensor *x, uj_tensor *w, uj_tensor *bias, const int64_t *stride,
+                            const int64_t *padding, const int64_t *dilation, int64_t groups);
+/* x (..., H, W); kernel [h, w]; stride NULL: the kernel size; padding
+ * NULL: 0 (max pool pads with -inf, avg pool counts only real elements). */
+uj_tensor *uj_tensor_maxpool2d(uj_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding);
+uj_tensor *uj_tensor_avgpool2d(uj_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding);
+
+/* ---- computing ---- */
+/* Computes the tensors (one schedule for all), after which each reads a
+ * buffer of the device. */
+uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n);
+/* Realizes t and copies its numel elements (C order) to dst. */
+uj_status uj_tensor_to_host(uj_tensor *t, void *dst, size_t bytes);
+/* What realizing t would run, as text: "kernels" (one line a kernel: name,
+ * buffers, shapes), "uops" (each kernel's UOps), "ir" (each kernel's LLVM
+ * IR). malloc'd; NULL and a message on error. */
+char *uj_tensor_schedule_text(uj_tensor *t, const char *what);
+/* Number of kernels realizing t would run (0 when t is already a buffer). */
+size_t uj_tensor_kernel_count(uj_tensor *t);
+void uj_tensor_free(uj_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,142 @@
+/* realize.c — computing tensors (tensor.h): their graphs are scheduled
+ * into kernels (lib/schedule), run on the session's device (lib/runtime),
+ * and each realized tensor then reads its BUFFER. Nodes computed before
+ * are seen through the session's map of realized nodes, so nothing is
+ * computed twice. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/tensor_impl.h"
+#include "uop/alu.h"
+
+static const UOp *known_view(void *user, const UOp *u, const UOp *rebuilt) {
+  const uj_session *s = user;
+  return u->id < s->cap_known && s->known[u->id] ? s->known[u->id] : rebuilt;
+}
+
+static Schedule *schedule_of(uj_session *s, uj_tensor *const *ts, size_t n) {
+  const UOp **roots = malloc((n ? n : 1) * sizeof *roots);
+  if (!roots) return tensor_fail(s, "realize", "out of memory");
+  for (size_t i = 0; i < n; i++) roots[i] = ts[i]->node;
+  Schedule *sch = schedule_make(s->ctx, roots, n, known_view, s, &s->next_buffer_id, s->device->name);
+  free(roots);
+  return sch;
+}
+
+uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!ts[i]) return UJ_ERR_ARG;
+  if (n == 0) return UJ_OK;
+  uj_session *s = ts[0]->s;
+  for (size_t i = 1; i < n; i++)
+    if (ts[i]->s != s) return tensor_fail(s, "realize", "the tensors belong to different sessions"), UJ_ERR_ARG;
+  Schedule *sch = schedule_of(s, ts, n);
+  bool ok = sch && runtime_run(s->device, sch, &s->buffers);
+  for (size_t i = 0; ok && i < n; i++) {
+    ok = tensor_known_set(s, ts[i]->node, sch->outputs[i]);
+    ts[i]->node = sch->outputs[i];
+  }
+  schedule_free(sch);
+  return ok ? UJ_OK : UJ_ERR_COMPILE;
+}
+
+uj_status uj_tensor_to_host(uj_tensor *t, void *dst, size_t bytes) {
+  if (!t) return UJ_ERR_ARG;
+  uj_session *s = t->s;
+  size_t need = (size_t)uj_tensor_numel(t) * elem_bytes(dt_base(t->node->dtype));
+  if (bytes != need) return tensor_fail(s, "to_host", "%zu bytes given, the tensor has %zu", bytes, need), UJ_ERR_ARG;
+  uj_status st = uj_tensor_realize(&t, 1);
+  if (st != UJ_OK) return st;
+  const UOp *b = schedule_view_buffer(t->node);
+  RtBuffer *mem = b ? buffer_table_get(&s->buffers, b->ints[0]) : NULL;
+  if (!mem) return tensor_fail(s, "to_host", "the tensor's buffer holds nothing"), UJ_ERR_ARG;
+  return s->device->ops->copy_out(s->device, dst, mem->mem, bytes) ? UJ_OK : UJ_ERR_IO;
+}
+
+/* ---- what realizing would run ---- */
+
+typedef struct Text {
+  char *buf;
+  size_t len, cap;
+  bool failed;
+} Text;
+
+static void text_add(Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text_add(Text *t, const char *fmt, ...) {
+  va_list ap;
+  for (int attempt = 0; attempt < 2 && !t->failed; attempt++) {
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) t->failed = true;
+    else if (t->buf && (size_t)n < t->cap - t->len) {
+      t->len += (size_t)n;
+      return;
+    } else {
+      size_t cap = t->cap ? t->cap : 256;
+      while (cap < t->len + (size_t)n + 1) cap *= 2;
+      char *b = realloc(t->buf, cap);
+      if (!b) t->failed = true;
+      else t->buf = b, t->cap = cap;
+    }
+  }
+}
+
+static void describe_item(Text *out, const ScheduleItem *it, size_t j) {
+  char b[128];
+  const UOp *o = it->output;
+  text_add(out, "kernel %zu %s: writes buffer %lld %s", j, it->name, (long long)o->ints[0],
+           dtype_str(dt_base(o->dtype), b, sizeof b));
+  text_add(out, "[%lld]", (long long)o->ints[1]);
+  for (size_t k = 0; k < it->ninputs; k++)
+    text_add(out, "%s%lld", k ? ", " : "; reads buffers ", (long long)it->inputs[k]->ints[0]);
+  if (it->ndeps) text_add(out, "; after kernel");
+  for (size_t k = 0; k < it->ndeps; k++) text_add(out, " %zu", it->deps[k]);
+  text_add(out, "\n");
+}
+
+static bool describe_stage(uj_session *s, Text *out, const ScheduleItem *it, const char *what) {
+  char *text = NULL;
+  if (!strcmp(what, "uops")) text = uj_print(s->ctx, it->kernel);
+  else text = uj_emit(s->ctx, it->kernel, UJ_EMIT_IR_OPT, NULL, NULL);
+  if (!text) return false;
+  text_add(out, "%s%s", text, text[0] && text[strlen(text) - 1] == '\n' ? "" : "\n");
+  free(text);
+  return true;
+}
+
+char *uj_tensor_schedule_text(uj_tensor *t, const char *what) {
+  if (!t) return NULL;
+  uj_session *s = t->s;
+  if (!what || (strcmp(what, "kernels") && strcmp(what, "uops") && strcmp(what, "ir")))
+    return tensor_fail(s, "schedule_text", "'%s' is not one of kernels, uops, ir", what ? what : "(null)");
+  int64_t next = s->next_buffer_id; /* a preview: the ids are given back */
+  Schedule *sch = schedule_of(s, &t, 1);
+  s->next_buffer_id = next;
+  if (!sch) return NULL;
+  Text out = {0};
+  text_add(&out, "%zu kernel%s\n", sch->nitems, sch->nitems == 1 ? "" : "s");
+  bool ok = true;
+  for (size_t j = 0; ok && j < sch->nitems; j++) {
+    describe_item(&out, &sch->items[j], j);
+    if (strcmp(what, "kernels")) ok = describe_stage(s, &out, &sch->items[j], what);
+  }
+  schedule_free(sch);
+  if (!ok || out.failed) {
+    free(out.buf);
+    return ok ? tensor_fail(s, "schedule_text", "out of memory") : NULL;
+  }
+  return out.buf;
+}
+
+size_t uj_tensor_kernel_count(uj_tensor *t) {
+  if (!t) return (size_t)-1;
+  int64_t next = t->s->next_buffer_id;
+  Schedule *sch = schedule_of(t->s, &t, 1);
+  t->s->next_buffer_id = next;
+  size_t n = sch ? sch->nitems : (size_t)-1;
+  schedule_free(sch);
+  return n;
+}

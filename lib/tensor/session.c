@@ -1,0 +1,142 @@
+/* session.c — sessions and tensors (tensor.h): making and freeing them,
+ * errors, the map of realized nodes, and collecting device memory that no
+ * live tensor can read any more. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/tensor_impl.h"
+#include "uop/alu.h"
+
+uj_session *uj_session_new(const char *device, const char **error) {
+  const char *dummy;
+  if (!error) error = &dummy;
+  uj_session *s = calloc(1, sizeof *s);
+  if (!s) return *error = "out of memory", NULL;
+  s->ctx = uj_ctx_new();
+  if (!s->ctx) return free(s), *error = "out of memory", NULL;
+  s->device = device_open(s->ctx, device, error);
+  if (!s->device) return uj_ctx_free(s->ctx), free(s), NULL;
+  return s;
+}
+
+void uj_session_free(uj_session *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->ntensors; i++) free(s->tensors[i]);
+  free(s->tensors);
+  free(s->known);
+  buffer_table_free(&s->buffers);
+  device_close(s->device); /* programs before the context that owns them */
+  uj_ctx_free(s->ctx);
+  free(s);
+}
+
+const char *uj_session_error(const uj_session *s) { return uj_error(s->ctx); }
+void uj_session_clear_error(uj_session *s) { ctx_clear_error(s->ctx); }
+uj_ctx *uj_session_ctx(uj_session *s) { return s->ctx; }
+
+void *tensor_fail(uj_session *s, const char *op, const char *fmt, ...) {
+  char msg[sizeof s->ctx->error];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ctx_set_error(s->ctx, "%s: %s", op, msg);
+  return NULL;
+}
+
+uj_tensor *tensor_wrap(uj_session *s, const UOp *node) {
+  if (!node) return NULL;
+  if (s->ntensors == s->cap_tensors) {
+    size_t cap = s->cap_tensors ? 2 * s->cap_tensors : 64;
+    uj_tensor **ts = realloc(s->tensors, cap * sizeof *ts);
+    if (!ts) return tensor_fail(s, "tensor", "out of memory");
+    s->tensors = ts, s->cap_tensors = cap;
+  }
+  uj_tensor *t = malloc(sizeof *t);
+  if (!t) return tensor_fail(s, "tensor", "out of memory");
+  *t = (uj_tensor){s, node};
+  s->tensors[s->ntensors++] = t;
+  return t;
+}
+
+bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view) {
+  if (node->id >= s->cap_known) {
+    size_t cap = s->cap_known ? s->cap_known : 1024;
+    while (cap <= node->id) cap *= 2;
+    const UOp **k = realloc(s->known, cap * sizeof *k);
+    if (!k) return tensor_fail(s, "realize", "out of memory"), false;
+    memset(k + s->cap_known, 0, (cap - s->cap_known) * sizeof *k);
+    s->known = k, s->cap_known = cap;
+  }
+  s->known[node->id] = view;
+  return true;
+}
+
+const UOp *tensor_new_buffer(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim, RtBuffer **mem) {
+  int64_t n = shape_numel(shape, ndim);
+  size_t bytes = (size_t)n * elem_bytes(dt_scalar(dtype));
+  *mem = rt_buffer_new(s->device, bytes);
+  if (!*mem) return NULL;
+  int64_t arg[2] = {s->next_buffer_id++, n};
+  Arg a = {ctx_intern_string(s->ctx, s->device->name, strlen(s->device->name)), arg, 2};
+  const UOp *b = uop_new(s->ctx, UJ_OP_BUFFER, uj_dtype_ptr(dtype, 1, UJ_AS_GLOBAL), NULL, 0, a);
+  if (!b || !buffer_table_set(&s->buffers, arg[0], *mem)) {
+    rt_buffer_unref(*mem), *mem = NULL;
+    return tensor_fail(s, "tensor", "out of memory");
+  }
+  rt_buffer_unref(*mem); /* the table holds it */
+  return uop_new(s->ctx, UJ_OP_RESHAPE, dt_scalar(dtype), &b, 1, (Arg){NULL, shape, ndim});
+}
+
+/* ---- reading ---- */
+
+uj_session *uj_tensor_session(const uj_tensor *t) { return t ? t->s : NULL; }
+unsigned uj_tensor_ndim(const uj_tensor *t) { return t ? t->node->ndim : 0; }
+const int64_t *uj_tensor_shape(const uj_tensor *t) { return t ? t->node->shape : NULL; }
+uj_scalar uj_tensor_dtype(const uj_tensor *t) { return t ? (uj_scalar)t->node->dtype.scalar : UJ_VOID; }
+int64_t uj_tensor_numel(const uj_tensor *t) { return t ? shape_numel(t->node->shape, t->node->ndim) : 0; }
+const uj_uop *uj_tensor_uop(const uj_tensor *t) { return t ? t->node : NULL; }
+
+/* ---- freeing: memory no live tensor reads is released ---- */
+
+/* Marks the BUFFERs live tensors read, directly or through realized nodes. */
+static unsigned char *live_buffers(uj_session *s) {
+  unsigned char *live = calloc(s->buffers.cap ? s->buffers.cap : 1, 1);
+  const UOp **roots = malloc((s->ntensors ? s->ntensors : 1) * sizeof *roots), **nodes = NULL;
+  for (size_t i = 0; roots && i < s->ntensors; i++) roots[i] = s->tensors[i]->node;
+  const UOp *sink = roots && s->ntensors ? uop_new(s->ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), roots, s->ntensors, arg_none()) : NULL;
+  size_t n = sink ? uop_toposort(s->ctx, sink, &nodes) : 0;
+  for (size_t i = 0; live && i < n; i++) {
+    const UOp *u = nodes[i];
+    const UOp *view = u->id < s->cap_known ? s->known[u->id] : NULL;
+    const UOp *b = u->op == UJ_OP_BUFFER ? u : view ? view->src[0] : NULL;
+    if (b && (size_t)b->ints[0] < s->buffers.cap) live[b->ints[0]] = 1;
+  }
+  free(roots), free(nodes);
+  return live;
+}
+
+static void collect_buffers(uj_session *s) {
+  unsigned char *live = live_buffers(s);
+  if (!live) return; /* out of memory: keep everything */
+  for (size_t i = 0; i < s->cap_known; i++)
+    if (s->known[i] && ((size_t)s->known[i]->src[0]->ints[0] >= s->buffers.cap || !live[s->known[i]->src[0]->ints[0]]))
+      s->known[i] = NULL;
+  for (size_t id = 0; id < s->buffers.cap; id++)
+    if (!live[id]) buffer_table_set(&s->buffers, (int64_t)id, NULL);
+  free(live);
+}
+
+void uj_tensor_free(uj_tensor *t) {
+  if (!t) return;
+  uj_session *s = t->s;
+  for (size_t i = 0; i < s->ntensors; i++) {
+    if (s->tensors[i] != t) continue;
+    s->tensors[i] = s->tensors[--s->ntensors];
+    break;
+  }
+  free(t);
+  collect_buffers(s);
+}

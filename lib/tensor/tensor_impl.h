@@ -1,0 +1,76 @@
+/* tensor_impl.h — what the files of lib/tensor share: the session and
+ * tensor structs, node builders that check shapes and name both in their
+ * messages, and the realized-node map.
+ *
+ *   session.c     sessions, tensors, errors, freeing and buffer collection
+ *   nodes.c       the node builders below
+ *   create.c      from host data, full, arange, rand/randn, .npy files
+ *   elementwise.c broadcasting, dtype promotion, binary/unary ops, casts
+ *   views.c       reshape, expand, permute, flip, pad, shrink, cat, stack
+ *   reduce.c      sum/max/min/mean/argmax, softmax, gather
+ *   nn.c          matmul, conv2d, pooling
+ *   realize.c     scheduling, running, copying to host, schedule text */
+#ifndef UJ_TENSOR_IMPL_H
+#define UJ_TENSOR_IMPL_H
+
+#include "runtime/run.h"
+#include "uop/uop.h"
+#include "uopjit/tensor.h"
+
+struct uj_session {
+  Ctx *ctx;
+  Device *device;
+  BufferTable buffers;   /* BUFFER id -> memory */
+  int64_t next_buffer_id;
+  uj_tensor **tensors;   /* live tensors */
+  size_t ntensors, cap_tensors;
+  const UOp **known;     /* by node id: the BUFFER view it was realized to */
+  size_t cap_known;
+};
+
+struct uj_tensor {
+  uj_session *s;
+  const UOp *node;
+};
+
+/* A tensor for node (NULL when node is NULL: the error is set). */
+uj_tensor *tensor_wrap(uj_session *s, const UOp *node);
+/* Sets the session's error ("op: message"); returns NULL. */
+void *tensor_fail(uj_session *s, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Records that node's value is in view (a RESHAPE of a BUFFER). */
+bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view);
+/* A BUFFER view of new device memory holding numel elements of dtype. */
+const UOp *tensor_new_buffer(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim, RtBuffer **mem);
+
+/* ---- node builders: NULL and a message naming op and shapes ---- */
+int64_t shape_numel(const int64_t *shape, unsigned ndim);
+const char *tensor_shape_str(const UOp *t, char *buf, size_t n);
+/* Normalises a (possibly negative) axis of an ndim-axis tensor. */
+bool tensor_axis(uj_session *s, const char *op, int axis, unsigned ndim, int *out);
+/* A node after its type rule: NULL and "op: message" when it breaks it. */
+const UOp *tensor_node(uj_session *s, const char *op, Op kind, DType d, const UOp *const *src, size_t n, Arg arg);
+const UOp *node_reshape(uj_session *s, const UOp *x, const int64_t *shape, unsigned ndim);
+const UOp *node_expand(uj_session *s, const UOp *x, const int64_t *shape, unsigned ndim);
+const UOp *node_permute(uj_session *s, const UOp *x, const int64_t *order);
+const UOp *node_pad(uj_session *s, const UOp *x, const int64_t *lohi);
+const UOp *node_shrink(uj_session *s, const UOp *x, const int64_t *lohi);
+/* x broadcast to shape (NumPy rules); "op: ..." names both shapes. */
+const UOp *node_broadcast(uj_session *s, const char *op, const UOp *x, const int64_t *shape, unsigned ndim);
+/* A constant of dtype d with the given shape. */
+const UOp *node_full(uj_session *s, DType d, double v, const int64_t *shape, unsigned ndim);
+/* Elementwise op on nodes of one shape (sources already broadcast). */
+const UOp *node_alu(uj_session *s, Op op, const UOp *a, const UOp *b);
+const UOp *node_cast(uj_session *s, const UOp *x, uj_scalar to);
+/* The dtype a and b promote to: float beats int beats bool, the wider
+ * wins, mixed signedness takes a signed type that holds both. */
+uj_scalar node_promoted_dtype(uj_scalar a, uj_scalar b);
+/* Broadcasts a and b to one shape (NumPy rules). */
+bool node_broadcast_pair(uj_session *s, const char *op, const UOp **a, const UOp **b);
+/* Casts and broadcasts a and b to their common dtype and shape. */
+bool node_promote(uj_session *s, const char *op, const UOp **a, const UOp **b);
+/* REDUCE by ADD/MAX/MUL over axes (normalised, distinct), keeping them. */
+const UOp *node_reduce(uj_session *s, Op op, const UOp *x, const int64_t *axes, unsigned n);
+/* Unary math on nodes (float dtypes), shared by the ops built of them. */
+const UOp *node_unary(uj_session *s, uj_unop op, const UOp *x);
+
+#endif
