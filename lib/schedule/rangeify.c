@@ -80,7 +80,7 @@ static const UOp *element(Ctx *ctx, const Rangeify *st, const UOp *x, const UOp 
     const UOp *ld[2] = {ix, uop_const_word(ctx, d, zero)};
     return uop_new(ctx, UJ_OP_LOAD, d, ld, 2, arg_none());
   }
-  if (x->ndim == 0) return x;
+  if (x->op == UJ_OP_CONST || x->op == UJ_OP_DEFINE_VAR) return x; /* a scalar (0-d tensors are INDEXed) */
   const UOp *src[MAX_AXES + 2];
   src[0] = x;
   memcpy(src + 1, i, x->ndim * sizeof *i);

@@ -118,7 +118,7 @@ static unsigned char *live_buffers(uj_session *s) {
   return live;
 }
 
-static void collect_buffers(uj_session *s) {
+static void collect_buffers(uj_session *s) { /* s->known and the buffer table */
   unsigned char *live = live_buffers(s);
   if (!live) return; /* out of memory: keep everything */
   for (size_t i = 0; i < s->cap_known; i++)
@@ -129,6 +129,14 @@ static void collect_buffers(uj_session *s) {
   free(live);
 }
 
+void tensor_collect_buffers(uj_session *s) {
+  if (!s->nfreed) return;
+  s->nfreed = 0;
+  collect_buffers(s);
+}
+
+/* Memory is collected at the next realize, not here: a graph being built
+ * may read the buffer of a tensor freed before it is wrapped. */
 void uj_tensor_free(uj_tensor *t) {
   if (!t) return;
   uj_session *s = t->s;
@@ -138,5 +146,5 @@ void uj_tensor_free(uj_tensor *t) {
     break;
   }
   free(t);
-  collect_buffers(s);
+  s->nfreed++;
 }

@@ -26,6 +26,7 @@ struct uj_session {
   size_t ntensors, cap_tensors;
   const UOp **known;     /* by node id: the BUFFER view it was realized to */
   size_t cap_known;
+  size_t nfreed;         /* tensors freed since memory was last collected */
 };
 
 struct uj_tensor {
@@ -37,6 +38,8 @@ struct uj_tensor {
 uj_tensor *tensor_wrap(uj_session *s, const UOp *node);
 /* Sets the session's error ("op: message"); returns NULL. */
 void *tensor_fail(uj_session *s, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Releases the memory no live tensor can read (after tensors were freed). */
+void tensor_collect_buffers(uj_session *s);
 /* Records that node's value is in view (a RESHAPE of a BUFFER). */
 bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view);
 /* A BUFFER view of new device memory holding numel elements of dtype. */
