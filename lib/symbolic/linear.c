@@ -190,16 +190,17 @@ static bool is_term(const Linear *lin, const UOp *u) {
 
 int linear_cost(const Rewriter *rw, const UOp *root, const Linear *lin) {
   const UOp *seen[4 * LINEAR_MAX_SPINE], *stack[4 * LINEAR_MAX_SPINE];
-  int nseen = 0, top = 0;
+  int nseen = 0, top = 0, cost = 0;
   stack[top++] = root;
   while (top) {
     const UOp *u = stack[--top];
     bool dup = is_term(lin, u) || (u != root && rewrite_is_shared(rw, u));
     for (int i = 0; i < nseen && !dup; i++) dup = seen[i] == u;
     if (dup) continue;
-    if (nseen == 4 * LINEAR_MAX_SPINE) return nseen; /* big enough to lose */
+    if (nseen == 4 * LINEAR_MAX_SPINE) return cost; /* big enough to lose */
     seen[nseen++] = u;
+    cost += u->op == UJ_OP_IDIV || u->op == UJ_OP_MOD ? LINEAR_DIVMOD_COST : 1;
     for (uint32_t i = 0; i < u->nsrc && top < 4 * LINEAR_MAX_SPINE; i++) stack[top++] = u->src[i];
   }
-  return nseen;
+  return cost;
 }
