@@ -127,12 +127,34 @@ static bool add_dep(ScheduleItem *it, size_t dep) {
   return true;
 }
 
-/* Depends on every item before j that wrote or read item o's output. */
-static bool after_users_of(Schedule *s, size_t j, size_t o) {
-  bool ok = add_dep(&s->items[j], o);
-  for (size_t i = o + 1; ok && i < j; i++)
-    if (reads(&s->items[i], s->items[o].output)) ok = add_dep(&s->items[j], i);
-  return ok;
+/* Whether item j waits for item i, directly or through others (deps
+ * point to earlier items; a walk down from j, each item once). */
+static bool waits_for(const Schedule *s, size_t j, size_t i) {
+  if (j == i) return true;
+  unsigned char *seen = calloc(j + 1, 1);
+  size_t *stack = malloc((j + 1) * sizeof *stack), top = 0;
+  bool found = false;
+  if (seen && stack) stack[top++] = j, seen[j] = 1;
+  while (top && !found) {
+    const ScheduleItem *it = &s->items[stack[--top]];
+    for (size_t k = 0; k < it->ndeps && !found; k++) {
+      size_t d = it->deps[k];
+      found = d == i;
+      if (d > i && !seen[d]) seen[d] = 1, stack[top++] = d;
+    }
+  }
+  free(seen), free(stack);
+  return found;
+}
+
+/* Whether j already waits for every item that wrote or read item o's
+ * output: then j may reuse that memory without ordering anything new, so
+ * independent kernels stay independent. */
+static bool after_users_of(const Schedule *s, size_t j, size_t o) {
+  if (!waits_for(s, j, o)) return false;
+  for (size_t i = o + 1; i < j; i++)
+    if (reads(&s->items[i], s->items[o].output) && !waits_for(s, j, i)) return false;
+  return true;
 }
 
 static bool is_root_output(const Schedule *s, const UOp *buffer) {
@@ -142,7 +164,8 @@ static bool is_root_output(const Schedule *s, const UOp *buffer) {
 }
 
 /* Temps take the smallest slab whose occupant is dead (its last reader is
- * an earlier item), growing one if none is big enough, else a new one. */
+ * an item this one waits for anyway), growing one if none is big enough,
+ * else a new one. */
 static bool plan_memory(Schedule *s) {
   size_t n = s->nitems;
   size_t *last = calloc(n ? n : 1, sizeof *last), *occupant = calloc(n ? n : 1, sizeof *occupant);
@@ -161,14 +184,13 @@ static bool plan_memory(Schedule *s) {
     size_t bytes = (size_t)out->ints[1] * elem_bytes(dt_base(out->dtype));
     long best = -1;
     for (size_t k = 0; k < s->nslabs; k++) {
-      if (last[occupant[k]] >= j) continue;
+      if (last[occupant[k]] >= j || !after_users_of(s, j, occupant[k])) continue;
       bool fits = s->slab_bytes[k] >= bytes, best_fits = best >= 0 && s->slab_bytes[best] >= bytes;
       if (best < 0 || (fits && (!best_fits || s->slab_bytes[k] < s->slab_bytes[best])) ||
           (!fits && !best_fits && s->slab_bytes[k] > s->slab_bytes[best]))
         best = (long)k;
     }
-    if (best >= 0) ok = after_users_of(s, j, occupant[best]);
-    else best = (long)s->nslabs++;
+    if (best < 0) best = (long)s->nslabs++;
     if (s->slab_bytes[best] < bytes) s->slab_bytes[best] = bytes;
     occupant[best] = j, s->slab_of_item[j] = best;
   }

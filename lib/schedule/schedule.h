@@ -4,7 +4,8 @@
  * already computed (`known`: a node to the view of the BUFFER that holds
  * it). Out: a Schedule — kernels in dependency order, each writing one
  * BUFFER from others; the BUFFER view that holds each root; a memory plan
- * that lets an intermediate BUFFER live in the memory of one that is dead;
+ * that lets an intermediate BUFFER live in the memory of one that is dead
+ * (where the kernels' order already puts its users before the new one);
  * and, per kernel, the kernels it waits for (its level: kernels of one
  * level are independent of each other).
  *
@@ -23,8 +24,8 @@ typedef struct ScheduleItem {
   const UOp *output;   /* the BUFFER of PARAM 0 */
   const UOp **inputs;  /* the BUFFERs of PARAMs 1.. */
   size_t ninputs;
-  size_t *deps;        /* items that run first: producers of the inputs,
-                          earlier users of reused memory */
+  size_t *deps;        /* items that run first: producers of the inputs
+                          (memory is reused only where they order it) */
   size_t ndeps;
   unsigned level;      /* 0 without deps, else 1 + the deps' highest */
   char name[48];       /* "E_64_16" elementwise, "R_..." with a REDUCE */

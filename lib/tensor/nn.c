@@ -8,7 +8,9 @@
  * x[o*stride + j*dilation] for o < O, j < k. Repeat x along a new axis and
  * flatten, cut to k rows of length R = dilation + m*L (m >= 1): row j then
  * starts at x[j*dilation] (j*R = j*dilation mod L). Keep the first O*stride
- * columns, reshape them to (O, stride) and keep column 0. */
+ * columns, reshape them to (O, stride) and keep column 0. Windows that do
+ * not overlap (dilation 1, kernel <= stride) need no repeat: reshape the
+ * first O*stride elements to (O, stride) and keep the first k columns. */
 #include <math.h>
 #include <string.h>
 
@@ -68,15 +70,31 @@ static const UOp *window_axis(uj_session *s, const UOp *x, unsigned ax, int64_t 
   perm[nd - 1] = ax;
   const UOp *y = node_permute(s, x, perm); /* (others.., L) */
   if (!y) return NULL;
-  int64_t m = O * st > d ? ceil_div(O * st - d, L) : 1, R = d + (m > 1 ? m : 1) * L, rep = ceil_div(k * R, L);
   memcpy(sh, y->shape, nd * sizeof *sh);
+  int64_t lohi[2 * (UJ_MAX_DIMS + 2)];
+  if (d == 1 && k <= st) { /* windows do not overlap: no repeat */
+    for (unsigned i = 0; i < nd; i++) lohi[2 * i] = 0, lohi[2 * i + 1] = 0;
+    lohi[2 * nd - 1] = O * st > L ? O * st - L : 0;
+    y = node_pad(s, y, lohi); /* never read: the last window ends in x */
+    for (unsigned i = 0; i + 1 < nd; i++) lohi[2 * i + 1] = sh[i];
+    lohi[2 * nd - 2] = 0, lohi[2 * nd - 1] = O * st;
+    y = node_shrink(s, y, lohi);
+    sh[nd - 1] = O, sh[nd] = st;
+    y = node_reshape(s, y, sh, nd + 1); /* (others.., O, st) */
+    for (unsigned i = 0; i < nd; i++) lohi[2 * i] = 0, lohi[2 * i + 1] = sh[i];
+    lohi[2 * nd] = 0, lohi[2 * nd + 1] = k;
+    y = node_shrink(s, y, lohi); /* (others.., O, k) */
+    for (unsigned p = 0, j = 0; p < nd; p++) perm[p] = p == ax ? nd - 1 : j++;
+    perm[nd] = nd;
+    return node_permute(s, y, perm);
+  }
+  int64_t m = O * st > d ? ceil_div(O * st - d, L) : 1, R = d + (m > 1 ? m : 1) * L, rep = ceil_div(k * R, L);
   sh[nd - 1] = 1, sh[nd] = L;
   y = node_reshape(s, y, sh, nd + 1);
   sh[nd - 1] = rep;
   y = node_expand(s, y, sh, nd + 1);
   sh[nd - 1] = rep * L;
   y = node_reshape(s, y, sh, nd); /* x repeated */
-  int64_t lohi[2 * (UJ_MAX_DIMS + 2)];
   for (unsigned i = 0; i + 1 < nd; i++) lohi[2 * i] = 0, lohi[2 * i + 1] = sh[i];
   lohi[2 * (nd - 1)] = 0, lohi[2 * (nd - 1) + 1] = k * R;
   y = node_shrink(s, y, lohi);

@@ -50,7 +50,9 @@ const UOp *node_reshape(uj_session *s, const UOp *x, const int64_t *shape, unsig
                        (long long)shape_numel(x->shape, x->ndim), shape_str(shape, ndim, b, sizeof b),
                        (long long)shape_numel(shape, ndim));
   if (ndim == x->ndim && !memcmp(shape, x->shape, ndim * sizeof *shape)) return x;
-  return tensor_node(s, "reshape", UJ_OP_RESHAPE, x->dtype, &x, 1, (Arg){NULL, shape, ndim});
+  DType d = x->dtype;
+  if (x->op == UJ_OP_RESHAPE) x = x->src[0]; /* a reshape of a reshape is one */
+  return tensor_node(s, "reshape", UJ_OP_RESHAPE, d, &x, 1, (Arg){NULL, shape, ndim});
 }
 
 const UOp *node_expand(uj_session *s, const UOp *x, const int64_t *shape, unsigned ndim) {

@@ -1,0 +1,194 @@
+/* test_schedule.c — the scheduler through the tensor API: how many kernels
+ * typical graphs make (fusion), that realized tensors are not computed
+ * again, that index arithmetic of movement ops simplifies to what one
+ * would write by hand, the memory plan (dead intermediates reused, with
+ * the dependences that makes), independent kernels, and the values. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "schedule/schedule.h"
+#include "tensor/tensor_impl.h"
+
+static uj_tensor *rnd(uj_session *s, int64_t a, int64_t b, uint64_t seed) { return uj_tensor_rand(s, (int64_t[]){a, b}, 2, seed); }
+static uj_tensor *bin(uj_binop op, uj_tensor *a, uj_tensor *b) { return uj_tensor_binary(op, a, b); }
+static uj_tensor *red(uj_reduceop op, uj_tensor *a, int axis) { return uj_tensor_reduce(op, a, &axis, 1, true); }
+
+static void test_kernel_counts(uj_session *s) {
+  uj_tensor *a = rnd(s, 16, 8, 1), *b = rnd(s, 16, 8, 2), *c = rnd(s, 16, 8, 3), *w = rnd(s, 8, 4, 4), *bias = rnd(s, 1, 4, 5);
+  uj_tensor *fused = uj_tensor_unary(UJ_UN_RELU, bin(UJ_BIN_ADD, bin(UJ_BIN_MUL, a, b), c));
+  CHECK(uj_tensor_kernel_count(fused) == 1, "(a*b+c).relu(): %zu kernels", uj_tensor_kernel_count(fused));
+  CHECK(uj_tensor_kernel_count(uj_tensor_softmax(a, -1)) == 3, "softmax: %zu kernels", uj_tensor_kernel_count(uj_tensor_softmax(a, -1)));
+  CHECK(uj_tensor_kernel_count(uj_tensor_softmax(a, 0)) == 3, "softmax over axis 0");
+  uj_tensor *mm = uj_tensor_unary(UJ_UN_RELU, bin(UJ_BIN_ADD, uj_tensor_matmul(a, w), bias));
+  CHECK(uj_tensor_kernel_count(mm) == 1, "matmul+bias+relu: %zu kernels", uj_tensor_kernel_count(mm));
+  uj_tensor *sum1 = uj_tensor_binary_scalar(UJ_BIN_ADD, uj_tensor_reduce(UJ_RED_SUM, a, NULL, 0, false), 1, false);
+  CHECK(uj_tensor_kernel_count(sum1) == 1, "sum(a)+1: a reduce not broadcast fuses");
+  uj_tensor *nested = uj_tensor_reduce(UJ_RED_SUM, uj_tensor_reduce(UJ_RED_MAX, a, (int[]){1}, 1, false), NULL, 0, false);
+  CHECK(uj_tensor_kernel_count(nested) == 1, "sum(max(a, 1)): nested loops in one kernel");
+  /* layernorm: mean, then variance of the centred values, then the result */
+  uj_tensor *cen = bin(UJ_BIN_SUB, a, red(UJ_RED_MEAN, a, 1));
+  uj_tensor *var = red(UJ_RED_MEAN, bin(UJ_BIN_MUL, cen, cen), 1);
+  uj_tensor *ln = bin(UJ_BIN_DIV, cen, uj_tensor_unary(UJ_UN_SQRT, uj_tensor_binary_scalar(UJ_BIN_ADD, var, 1e-5, false)));
+  CHECK(uj_tensor_kernel_count(ln) == 3, "layernorm: %zu kernels", uj_tensor_kernel_count(ln));
+  uj_tensor *img = uj_tensor_rand(s, (int64_t[]){2, 3, 9, 9}, 4, 6), *k = uj_tensor_rand(s, (int64_t[]){4, 3, 3, 3}, 4, 7);
+  uj_tensor *cb = uj_tensor_rand(s, (int64_t[]){4}, 1, 8);
+  uj_tensor *conv = uj_tensor_unary(UJ_UN_RELU, uj_tensor_conv2d(img, k, cb, NULL, (int64_t[]){1, 1}, NULL, 1));
+  CHECK(uj_tensor_kernel_count(conv) == 1, "conv2d+bias+relu: %zu kernels", uj_tensor_kernel_count(conv));
+  CHECK(uj_tensor_kernel_count(uj_tensor_maxpool2d(conv, (int64_t[]){2, 2}, NULL, NULL)) == 1, "conv then maxpool: one kernel");
+  CHECK(uj_tensor_kernel_count(uj_tensor_transpose(a, 0, 1)) == 1, "a copy of a view");
+  CHECK(uj_tensor_kernel_count(a) == 0, "a buffer needs no kernel");
+  CHECK(uj_tensor_kernel_count(uj_tensor_reshape(a, (int64_t[]){8, 16}, 2)) == 0, "a reshape of a buffer needs none");
+}
+
+/* Realized tensors are read, not computed again; equal graphs are one. */
+static void test_realized_reused(uj_session *s) {
+  uj_tensor *a = rnd(s, 32, 32, 11);
+  uj_tensor *sm = uj_tensor_softmax(a, 1);
+  CHECK(uj_tensor_realize(&sm, 1) == UJ_OK, "%s", uj_session_error(s));
+  CHECK(uj_tensor_kernel_count(sm) == 0, "realized");
+  CHECK(uj_tensor_kernel_count(uj_tensor_softmax(a, 1)) == 0, "the same graph built again is the realized one");
+  uj_tensor *next = uj_tensor_binary_scalar(UJ_BIN_MUL, uj_tensor_softmax(a, 1), 2, false);
+  CHECK(uj_tensor_kernel_count(next) == 1, "a graph over a realized tensor: only its own kernel");
+  char *text = uj_tensor_schedule_text(next, "kernels");
+  CHECK(text && strstr(text, "1 kernel\nkernel 0 E_32_32: writes buffer"), "%s", text ? text : uj_session_error(s));
+  free(text);
+}
+
+static bool has_divmod(uj_session *s, uj_tensor *t) {
+  char *text = uj_tensor_schedule_text(t, "uops");
+  bool found = !text || strstr(text, "IDIV") || strstr(text, "MOD");
+  free(text);
+  return found;
+}
+
+/* Index arithmetic as one would write it by hand. */
+static void test_simple_indices(uj_session *s) {
+  uj_tensor *a = uj_tensor_rand(s, (int64_t[]){4, 6, 8}, 3, 21);
+  uj_tensor *p = uj_tensor_permute(a, (int[]){2, 0, 1}, 3);
+  CHECK(!has_divmod(s, p), "permute: no division");
+  char *text = uj_tensor_schedule_text(uj_tensor_transpose(rnd(s, 64, 32, 22), 0, 1), "uops");
+  CHECK(text && strstr(text, "(LOAD:float32 (INDEX:float32* (PARAM:float32* 1) (ADD:int32 (MUL:int32 %1 (CONST:int32 32)) %0)))"),
+        "transpose reads a[j*32 + i]: %s", text ? text : "");
+  free(text);
+  uj_tensor *fl = uj_tensor_flip(uj_tensor_shrink(uj_tensor_pad(a, (int64_t[]){1, 1, 0, 2, 3, 0}, 3), (int64_t[]){1, 5, 0, 8, 2, 11}, 3),
+                                (int[]){0, 2}, 2);
+  CHECK(!has_divmod(s, fl), "pad, shrink, flip: no division");
+  uj_tensor *img = uj_tensor_rand(s, (int64_t[]){1, 2, 8, 8}, 4, 23), *w = uj_tensor_rand(s, (int64_t[]){4, 2, 3, 3}, 4, 24);
+  CHECK(!has_divmod(s, uj_tensor_conv2d(img, w, NULL, NULL, (int64_t[]){1, 1}, NULL, 1)), "conv2d: no division");
+  CHECK(!has_divmod(s, uj_tensor_matmul(rnd(s, 8, 16, 25), rnd(s, 16, 4, 26))), "matmul: no division");
+}
+
+static float *host(uj_tensor *t) {
+  size_t n = (size_t)uj_tensor_numel(t);
+  float *out = malloc(n * sizeof *out + 1);
+  if (out && uj_tensor_to_host(t, out, n * sizeof *out) != UJ_OK) free(out), out = NULL;
+  return out;
+}
+
+/* s1 = sum(x), s2 = sum(x - s1), s3 = sum(x * s2) (each broadcast), out =
+ * x + s3: s1 is dead once s2 is computed, so s3 takes its memory. */
+static void test_memory_plan(uj_session *s) {
+  enum { R = 5, C = 7 };
+  uj_tensor *x = rnd(s, R, C, 31);
+  uj_tensor *s1 = red(UJ_RED_SUM, x, 1), *s2 = red(UJ_RED_SUM, bin(UJ_BIN_SUB, x, s1), 1);
+  uj_tensor *s3 = red(UJ_RED_SUM, bin(UJ_BIN_MUL, x, s2), 1), *out = bin(UJ_BIN_ADD, x, s3);
+  int64_t next = 1000;
+  const UOp *root = out->node;
+  Schedule *sch = schedule_make(s->ctx, &root, 1, NULL, NULL, &next, "CPU");
+  CHECK(sch && sch->nitems == 4, "four kernels: %s", sch ? "" : uj_session_error(s));
+  if (sch && sch->nitems == 4) {
+    CHECK(sch->nslabs == 2, "three temps in two slabs: %zu", sch->nslabs);
+    CHECK(sch->slab_of_item[2] == sch->slab_of_item[0] && sch->slab_of_item[1] != sch->slab_of_item[0], "s3 reuses s1's slab");
+    CHECK(sch->slab_of_item[3] == -1, "the root has memory of its own");
+    const ScheduleItem *it = &sch->items[2];
+    bool after_reader = false;
+    for (size_t k = 0; k < it->ndeps; k++) after_reader |= it->deps[k] == 1;
+    CHECK(after_reader, "s3 runs after the last reader of the memory it reuses");
+    CHECK(sch->items[0].level == 0 && sch->items[1].level == 1 && sch->items[2].level == 2 && sch->items[3].level == 3, "levels");
+    CHECK(sch->slab_bytes[0] == R * sizeof(float), "a slab holds one column: %zu", sch->slab_bytes[0]);
+  }
+  schedule_free(sch);
+  float *xs = host(x), *got = host(out);
+  CHECK(xs && got, "%s", uj_session_error(s));
+  for (int r = 0; xs && got && r < R; r++) {
+    double v1 = 0, v2 = 0, v3 = 0;
+    for (int c = 0; c < C; c++) v1 += xs[r * C + c];
+    for (int c = 0; c < C; c++) v2 += xs[r * C + c] - (float)v1;
+    for (int c = 0; c < C; c++) v3 += xs[r * C + c] * (float)v2;
+    for (int c = 0; c < C; c++)
+      CHECK(fabs(got[r * C + c] - (xs[r * C + c] + v3)) <= 1e-4 * (1 + fabs(v3)), "out[%d][%d] = %g, want %g", r, c, got[r * C + c],
+            xs[r * C + c] + v3);
+  }
+  free(xs), free(got);
+}
+
+/* Two roots in one schedule: their kernels are independent (level 0 and
+ * 1 each), and both come out right. */
+static void test_independent(uj_session *s) {
+  uj_tensor *x = rnd(s, 4, 9, 41), *y = rnd(s, 6, 3, 42);
+  uj_tensor *rx = bin(UJ_BIN_SUB, x, red(UJ_RED_MAX, x, 1)), *ry = bin(UJ_BIN_SUB, y, red(UJ_RED_MAX, y, 0));
+  const UOp *roots[2] = {rx->node, ry->node};
+  int64_t next = 2000;
+  Schedule *sch = schedule_make(s->ctx, roots, 2, NULL, NULL, &next, "CPU");
+  CHECK(sch && sch->nitems == 4, "two kernels per root");
+  unsigned at_level[2] = {0, 0};
+  for (size_t j = 0; sch && j < sch->nitems; j++)
+    if (sch->items[j].level < 2) at_level[sch->items[j].level]++;
+  CHECK(at_level[0] == 2 && at_level[1] == 2, "two independent kernels at each level: %u %u", at_level[0], at_level[1]);
+  schedule_free(sch);
+  uj_tensor *both[2] = {rx, ry};
+  CHECK(uj_tensor_realize(both, 2) == UJ_OK, "%s", uj_session_error(s));
+  float *xs = host(x), *gx = host(rx), *ys = host(y), *gy = host(ry);
+  for (int r = 0; xs && gx && r < 4; r++) {
+    float m = -INFINITY;
+    for (int c = 0; c < 9; c++) m = fmaxf(m, xs[r * 9 + c]);
+    for (int c = 0; c < 9; c++) CHECK(gx[r * 9 + c] == xs[r * 9 + c] - m, "rx[%d][%d]", r, c);
+  }
+  for (int c = 0; ys && gy && c < 3; c++) {
+    float m = -INFINITY;
+    for (int r = 0; r < 6; r++) m = fmaxf(m, ys[r * 3 + c]);
+    for (int r = 0; r < 6; r++) CHECK(gy[r * 3 + c] == ys[r * 3 + c] - m, "ry[%d][%d]", r, c);
+  }
+  free(xs), free(gx), free(ys), free(gy);
+}
+
+/* Freed tensors give their memory back at the next realize, unless a
+ * live graph still reads it. */
+static void test_memory_released(void) {
+  uj_session *s = uj_session_new(NULL, NULL);
+  uj_tensor *a = rnd(s, 100, 100, 51), *b = uj_tensor_binary_scalar(UJ_BIN_ADD, a, 1, false);
+  uj_tensor *c = uj_tensor_binary_scalar(UJ_BIN_MUL, a, 3, false);
+  CHECK(uj_tensor_realize(&b, 1) == UJ_OK, "%s", uj_session_error(s));
+  size_t live = 0;
+  for (size_t i = 0; i < s->buffers.cap; i++) live += s->buffers.by_id[i] != NULL;
+  CHECK(live == 2, "a and b: %zu buffers", live);
+  uj_tensor_free(a); /* c still reads a's buffer */
+  uj_tensor_free(b);
+  CHECK(uj_tensor_realize(&c, 1) == UJ_OK, "%s", uj_session_error(s));
+  live = 0;
+  for (size_t i = 0; i < s->buffers.cap; i++) live += s->buffers.by_id[i] != NULL;
+  CHECK(live == 2, "a's buffer (read by c's graph when it was realized) and c's: %zu", live);
+  uj_tensor *d = uj_tensor_binary_scalar(UJ_BIN_ADD, c, 1, false);
+  uj_tensor_free(c);
+  CHECK(uj_tensor_realize(&d, 1) == UJ_OK, "%s", uj_session_error(s));
+  live = 0;
+  for (size_t i = 0; i < s->buffers.cap; i++) live += s->buffers.by_id[i] != NULL;
+  CHECK(live == 2, "c's (d reads it) and d's: %zu", live);
+  uj_session_free(s);
+}
+
+int main(void) {
+  uj_session *s = uj_session_new(NULL, NULL);
+  CHECK(s != NULL, "session");
+  if (!s) return check_report("test_schedule");
+  test_kernel_counts(s);
+  test_realized_reused(s);
+  test_simple_indices(s);
+  test_memory_plan(s);
+  test_independent(s);
+  uj_session_free(s);
+  test_memory_released();
+  return check_report("test_schedule");
+}
