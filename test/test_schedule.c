@@ -96,7 +96,7 @@ static void test_memory_plan(uj_session *s) {
   uj_tensor *s3 = red(UJ_RED_SUM, bin(UJ_BIN_MUL, x, s2), 1), *out = bin(UJ_BIN_ADD, x, s3);
   int64_t next = 1000;
   const UOp *root = out->node;
-  Schedule *sch = schedule_make(s->ctx, &root, 1, NULL, NULL, &next, "CPU");
+  Schedule *sch = schedule_make(s->ctx, &root, 1, NULL, NULL, NULL, &next, "CPU");
   CHECK(sch && sch->nitems == 4, "four kernels: %s", sch ? "" : uj_session_error(s));
   if (sch && sch->nitems == 4) {
     CHECK(sch->nslabs == 2, "three temps in two slabs: %zu", sch->nslabs);
@@ -131,7 +131,7 @@ static void test_independent(uj_session *s) {
   uj_tensor *rx = bin(UJ_BIN_SUB, x, red(UJ_RED_MAX, x, 1)), *ry = bin(UJ_BIN_SUB, y, red(UJ_RED_MAX, y, 0));
   const UOp *roots[2] = {rx->node, ry->node};
   int64_t next = 2000;
-  Schedule *sch = schedule_make(s->ctx, roots, 2, NULL, NULL, &next, "CPU");
+  Schedule *sch = schedule_make(s->ctx, roots, 2, NULL, NULL, NULL, &next, "CPU");
   CHECK(sch && sch->nitems == 4, "two kernels per root");
   unsigned at_level[2] = {0, 0};
   for (size_t j = 0; sch && j < sch->nitems; j++)

@@ -136,6 +136,14 @@ uj_tensor *uj_tensor_avgpool2d(uj_tensor *x, const int64_t *kernel, const int64_
 /* Computes the tensors (one schedule for all), after which each reads a
  * buffer of the device. */
 uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n);
+/* Writes src's value (broadcast and cast to dst's shape and dtype) into
+ * dst's buffer, now; dst is realized first if it is not a buffer. A
+ * buffer is read when a tensor is realized: tensors whose graphs read
+ * dst's buffer and are realized later see the new values (views of dst
+ * are meant to), those realized before keep theirs. In place where src
+ * reads dst's buffer only at the element it writes (x = x * 0.9 + g),
+ * else through a temporary buffer (x = x.T). */
+uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src);
 /* Realizes t and copies its numel elements (C order) to dst. */
 uj_status uj_tensor_to_host(uj_tensor *t, void *dst, size_t bytes);
 /* What realizing t would run, as text: "kernels" (one line a kernel: name,

@@ -33,9 +33,12 @@ void buffer_table_free(BufferTable *t) {
 
 static size_t buffer_bytes(const UOp *buffer) { return (size_t)buffer->ints[1] * elem_bytes(dt_base(buffer->dtype)); }
 
-/* The memory item j writes: its slab, or new memory for a root. */
-static RtBuffer *output_memory(Device *d, const Schedule *s, RtBuffer **slabs, size_t j) {
+/* The memory item j writes: its slab, the memory the BUFFER has already
+ * (an assignment), or new memory for a root. */
+static RtBuffer *output_memory(Device *d, const Schedule *s, const BufferTable *t, RtBuffer **slabs, size_t j) {
   long slab = s->slab_of_item[j];
+  RtBuffer *have = buffer_table_get(t, s->items[j].output->ints[0]);
+  if (have) return rt_buffer_ref(have);
   if (slab < 0) return rt_buffer_new(d, buffer_bytes(s->items[j].output));
   if (!slabs[slab]) slabs[slab] = rt_buffer_new(d, s->slab_bytes[slab]);
   return rt_buffer_ref(slabs[slab]);
@@ -45,7 +48,7 @@ static bool run_item(Device *d, const Schedule *s, BufferTable *t, RtBuffer **sl
   const ScheduleItem *it = &s->items[j];
   enum { SMALL = 16 };
   void *small[SMALL], **args = it->ninputs + 1 <= SMALL ? small : malloc((it->ninputs + 1) * sizeof *args);
-  RtBuffer *out = args ? output_memory(d, s, slabs, j) : NULL;
+  RtBuffer *out = args ? output_memory(d, s, t, slabs, j) : NULL;
   bool ok = out && buffer_table_set(t, it->output->ints[0], out);
   rt_buffer_unref(out);
   if (ok) args[0] = out->mem;

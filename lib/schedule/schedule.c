@@ -1,7 +1,8 @@
 /* schedule.c — cutting a tensor graph into kernels (schedule.h).
  *
  *   roots ──known──> graph with computed nodes replaced by BUFFER views
- *         ──cuts───> STAGE(x) around each root and each broadcast REDUCE
+ *         ──cuts───> STAGE(x) around each root and each broadcast REDUCE;
+ *                    STAGE(x, B) for a root written into BUFFER B
  *         ──kernels> (STAGE x) -> RESHAPE(BUFFER): x's kernel (rangeify),
  *                    made bottom-up, so producers come before consumers
  *         ──plan───> deps, levels, temps sharing slabs of memory
@@ -20,6 +21,7 @@ typedef struct Scheduler {
   int64_t *next_id;
   const char *device;
   const unsigned char *cut; /* by node id: wrap in a STAGE */
+  const UOp **into;         /* by node id: the BUFFER a root is written into */
   ScheduleItem *items;
   size_t nitems, cap;
 } Scheduler;
@@ -40,7 +42,7 @@ static bool is_tensor_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->
 
 /* Users before sources: a node is broadcast when an EXPAND reads it, or
  * a node that is broadcast and not cut does. A broadcast REDUCE is cut. */
-static unsigned char *find_cuts(Ctx *ctx, const UOp *sink) {
+static unsigned char *find_cuts(Ctx *ctx, const UOp *sink, const UOp *const *into) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, sink, &nodes);
   unsigned char *cut = n ? calloc(ctx->nnodes, 1) : NULL, *bcast = n ? calloc(ctx->nnodes, 1) : NULL;
@@ -48,7 +50,10 @@ static unsigned char *find_cuts(Ctx *ctx, const UOp *sink) {
     free(nodes), free(cut), free(bcast);
     return ctx_set_error(ctx, "schedule: out of memory"), NULL;
   }
-  for (uint32_t i = 0; i < sink->nsrc; i++) cut[sink->src[i]->id] = !schedule_view_buffer(sink->src[i]);
+  for (uint32_t i = 0; i < sink->nsrc; i++) { /* a root that is a buffer needs no kernel (unless it goes elsewhere) */
+    const UOp *r = sink->src[i], *b = schedule_view_buffer(r);
+    cut[r->id] = !b || (into[r->id] && into[r->id] != b);
+  }
   for (size_t k = n; k-- > 0;) {
     const UOp *u = nodes[k];
     if (is_tensor_reduce(u) && bcast[u->id]) cut[u->id] = 1;
@@ -61,7 +66,8 @@ static unsigned char *find_cuts(Ctx *ctx, const UOp *sink) {
 
 static const UOp *wrap_cut(void *user, const UOp *u, const UOp *rebuilt) {
   Scheduler *s = user;
-  return s->cut[u->id] ? uop_new(s->ctx, UJ_OP_STAGE, rebuilt->dtype, &rebuilt, 1, arg_none()) : rebuilt;
+  const UOp *src[2] = {rebuilt, s->into[u->id]};
+  return s->cut[u->id] ? uop_new(s->ctx, UJ_OP_STAGE, rebuilt->dtype, src, src[1] ? 2 : 1, arg_none()) : rebuilt;
 }
 
 /* ---- kernels ---- */
@@ -77,11 +83,13 @@ static void item_name(Ctx *ctx, ScheduleItem *it, const UOp *t) {
     at += (size_t)snprintf(it->name + at, sizeof it->name - at, "_%lld", (long long)t->shape[k]);
 }
 
-static const UOp *rw_stage(Rewriter *rw, const UOp *root, const Binds *m) {
-  Scheduler *s = rw->user;
-  Ctx *ctx = rw->ctx;
-  const UOp *x = m->x;
-  if (schedule_view_buffer(x)) return x; /* already a buffer */
+static const UOp *view_of(Ctx *ctx, const UOp *buffer, const UOp *like) {
+  return uop_new(ctx, UJ_OP_RESHAPE, like->dtype, &buffer, 1, (Arg){NULL, like->shape, like->ndim});
+}
+
+/* A new item: x's kernel, writing `output` (NULL: a new BUFFER). */
+static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
+  Ctx *ctx = s->ctx;
   if (s->nitems == s->cap) {
     size_t cap = s->cap ? 2 * s->cap : 8;
     ScheduleItem *items = realloc(s->items, cap * sizeof *items);
@@ -93,15 +101,83 @@ static const UOp *rw_stage(Rewriter *rw, const UOp *root, const Binds *m) {
   it->kernel = rangeify_kernel(ctx, x, &it->inputs, &it->ninputs);
   if (!it->kernel) return NULL;
   s->nitems++;
-  int64_t arg[2] = {(*s->next_id)++, numel(x)};
-  DType p = uj_dtype_ptr((uj_scalar)x->dtype.scalar, x->dtype.lanes, UJ_AS_GLOBAL);
-  it->output = uop_new(ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){ctx_intern_string(ctx, s->device, strlen(s->device)), arg, 2});
+  if (!output) {
+    int64_t arg[2] = {(*s->next_id)++, numel(x)};
+    DType p = uj_dtype_ptr((uj_scalar)x->dtype.scalar, x->dtype.lanes, UJ_AS_GLOBAL);
+    output = uop_new(ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){ctx_intern_string(ctx, s->device, strlen(s->device)), arg, 2});
+  }
+  it->output = output;
   item_name(ctx, it, x);
-  return uop_new(ctx, UJ_OP_RESHAPE, x->dtype, &it->output, 1, (Arg){NULL, x->shape, x->ndim});
+  return it;
+}
+
+static const UOp *rw_stage(Rewriter *rw, const UOp *root, const Binds *m) {
+  if (schedule_view_buffer(m->x)) return m->x; /* already a buffer */
+  ScheduleItem *it = add_item(rw->user, m->x, NULL);
+  return it ? view_of(rw->ctx, it->output, m->x) : NULL;
+}
+
+/* Whether every load through PARAM slot reads the element the kernel's
+ * STORE writes (then the kernel may write where it reads). */
+static bool reads_only_where_written(Ctx *ctx, const UOp *kernel, int64_t slot, bool *ok) {
+  const UOp **nodes = NULL, *at = NULL;
+  size_t n = uop_toposort(ctx, kernel, &nodes);
+  *ok = n > 0;
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i]->op == UJ_OP_STORE) at = nodes[i]->src[0]->src[1];
+  bool same = at != NULL;
+  for (size_t i = 0; same && i < n; i++) {
+    const UOp *u = nodes[i];
+    if (u->op == UJ_OP_INDEX && u->src[0]->op == UJ_OP_PARAM && u->src[0]->ints[0] == slot) same = u->src[1] == at;
+  }
+  free(nodes);
+  return same;
+}
+
+typedef struct Renumber {
+  Ctx *ctx;
+  int64_t slot; /* becomes 0; the slots above it move down one */
+} Renumber;
+
+static const UOp *renumber_param(void *user, const UOp *u, const UOp *rebuilt) {
+  const Renumber *r = user;
+  if (u->op != UJ_OP_PARAM || u->ints[0] < r->slot) return rebuilt;
+  int64_t slot = u->ints[0] == r->slot ? 0 : u->ints[0] - 1;
+  return uop_new(r->ctx, UJ_OP_PARAM, u->dtype, NULL, 0, (Arg){NULL, &slot, 1});
+}
+
+/* STAGE(x, target): x written into an existing BUFFER. A kernel that reads
+ * the target only at the element it writes runs in place (its loads go
+ * through the output's PARAM); one that reads it elsewhere (a transpose,
+ * a reduction) would see its own writes, so x goes to a new buffer first
+ * and a second kernel copies it into the target. */
+static const UOp *rw_stage_into(Rewriter *rw, const UOp *root, const Binds *m) {
+  Scheduler *s = rw->user;
+  const UOp *x = m->x, *target = m->y;
+  if (schedule_view_buffer(x) == target) return x; /* there already */
+  ScheduleItem *it = add_item(s, x, target);
+  if (!it) return NULL;
+  size_t alias = 0;
+  while (alias < it->ninputs && it->inputs[alias] != target) alias++;
+  if (alias == it->ninputs) return view_of(rw->ctx, target, x);
+  bool ok;
+  if (reads_only_where_written(rw->ctx, it->kernel, (int64_t)alias + 1, &ok)) {
+    Renumber r = {rw->ctx, (int64_t)alias + 1};
+    it->kernel = graph_substitute(rw->ctx, it->kernel, renumber_param, &r);
+    memmove(it->inputs + alias, it->inputs + alias + 1, (it->ninputs - alias - 1) * sizeof *it->inputs);
+    it->ninputs--;
+    return it->kernel ? view_of(rw->ctx, target, x) : NULL;
+  }
+  if (!ok) return NULL;
+  int64_t arg[2] = {(*s->next_id)++, numel(x)}; /* x into a new buffer, then copied */
+  it->output = uop_new(rw->ctx, UJ_OP_BUFFER, target->dtype, NULL, 0, (Arg){target->name, arg, 2});
+  ScheduleItem *copy = add_item(s, view_of(rw->ctx, it->output, x), target);
+  return copy ? view_of(rw->ctx, target, x) : NULL;
 }
 
 static const Rule stage_rules[] = {
-  {"(STAGE x)", rw_stage}, // STAGE(x) -> RESHAPE(BUFFER): a kernel writes x there
+  {"(STAGE x)", rw_stage},        // STAGE(x) -> RESHAPE(BUFFER): a kernel writes x there
+  {"(STAGE x y)", rw_stage_into}, // STAGE(x, B) -> RESHAPE(B): a kernel writes x into B
 };
 
 /* ---- the plan ---- */
@@ -217,31 +293,33 @@ static bool plan_deps(Schedule *s) {
 
 /* ---- the whole ---- */
 
-static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, ReplaceFn known, void *user) {
+static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, const UOp *const *into, ReplaceFn known, void *user) {
   Ctx *ctx = st->ctx;
   if (known) sink = graph_substitute(ctx, sink, known, user);
-  unsigned char *cut = sink ? find_cuts(ctx, sink) : NULL;
-  if (!cut) return NULL;
-  st->cut = cut;
+  const UOp **into_by_id = sink ? calloc(ctx->nnodes, sizeof *into_by_id) : NULL;
+  for (uint32_t i = 0; into_by_id && into && i < sink->nsrc; i++) into_by_id[sink->src[i]->id] = into[i];
+  unsigned char *cut = into_by_id ? find_cuts(ctx, sink, into_by_id) : NULL;
+  if (!cut) return free(into_by_id), NULL;
+  st->cut = cut, st->into = into_by_id;
   sink = graph_substitute(ctx, sink, wrap_cut, st);
-  free(cut);
+  free(cut), free(into_by_id);
   RuleSet *rs = sink ? ruleset_new(ctx, stage_rules, sizeof stage_rules / sizeof *stage_rules) : NULL;
   sink = rs ? graph_rewrite(ctx, sink, rs, st) : NULL;
   ruleset_free(rs);
   return sink;
 }
 
-Schedule *schedule_make(Ctx *ctx, const UOp *const *roots, size_t nroots, ReplaceFn known, void *user,
-                        int64_t *next_buffer_id, const char *device) {
+Schedule *schedule_make(Ctx *ctx, const UOp *const *roots, size_t nroots, const UOp *const *into, ReplaceFn known,
+                        void *user, int64_t *next_buffer_id, const char *device) {
   for (size_t i = 0; i < nroots; i++)
     if (dt_is_ptr(roots[i]->dtype) || dt_is_void(roots[i]->dtype))
       return ctx_set_error(ctx, "schedule: root %zu is not a tensor", i), NULL;
   Schedule *s = calloc(1, sizeof *s);
   s->outputs = calloc(nroots ? nroots : 1, sizeof *s->outputs);
-  Scheduler st = {ctx, next_buffer_id, device ? device : "CPU", NULL, NULL, 0, 0};
+  Scheduler st = {ctx, next_buffer_id, device ? device : "CPU", NULL, NULL, NULL, 0, 0};
   const UOp *sink = s && s->outputs ? uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), roots, nroots, arg_none()) : NULL;
   if (!sink && s) ctx_set_error(ctx, "schedule: out of memory");
-  sink = sink ? cut_and_kernel(&st, sink, known, user) : NULL;
+  sink = sink ? cut_and_kernel(&st, sink, into, known, user) : NULL;
   if (s) s->items = st.items, s->nitems = st.nitems;
   else free(st.items);
   if (!sink) return schedule_free(s), NULL;

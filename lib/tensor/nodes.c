@@ -49,7 +49,7 @@ const UOp *node_reshape(uj_session *s, const UOp *x, const int64_t *shape, unsig
     return tensor_fail(s, "reshape", "cannot reshape %s (%lld elements) to %s (%lld elements)", tensor_shape_str(x, a, sizeof a),
                        (long long)shape_numel(x->shape, x->ndim), shape_str(shape, ndim, b, sizeof b),
                        (long long)shape_numel(shape, ndim));
-  if (ndim == x->ndim && !memcmp(shape, x->shape, ndim * sizeof *shape)) return x;
+  if (ndim == x->ndim && (ndim == 0 || !memcmp(shape, x->shape, ndim * sizeof *shape))) return x;
   DType d = x->dtype;
   if (x->op == UJ_OP_RESHAPE) x = x->src[0]; /* a reshape of a reshape is one */
   return tensor_node(s, "reshape", UJ_OP_RESHAPE, d, &x, 1, (Arg){NULL, shape, ndim});
@@ -61,7 +61,7 @@ const UOp *node_expand(uj_session *s, const UOp *x, const int64_t *shape, unsign
   bool ok = ndim == x->ndim;
   for (unsigned k = 0; ok && k < ndim; k++) ok = shape[k] == x->shape[k] || (x->shape[k] == 1 && shape[k] >= 0);
   if (!ok) return tensor_fail(s, "expand", "cannot expand %s to %s", tensor_shape_str(x, a, sizeof a), shape_str(shape, ndim, b, sizeof b));
-  if (!memcmp(shape, x->shape, ndim * sizeof *shape)) return x;
+  if (ndim == 0 || !memcmp(shape, x->shape, ndim * sizeof *shape)) return x;
   return tensor_node(s, "expand", UJ_OP_EXPAND, x->dtype, &x, 1, (Arg){NULL, shape, ndim});
 }
 

@@ -251,7 +251,7 @@ static bool header_shape(HeaderParser *p) {
   if (!header_accept(p, '(')) return header_expected(p, "a tuple '(' for shape");
   while (!header_accept(p, ')')) {
     if (n > 0 && !comma) return header_expected(p, "',' or ')' in shape");
-    int64_t dim;
+    int64_t dim = 0;
     if (!header_dim(p, &dim)) return false;
     if (n < UJ_MAX_DIMS) h->shape[n] = dim;
     n++;

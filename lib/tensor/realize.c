@@ -20,7 +20,7 @@ static Schedule *schedule_of(uj_session *s, uj_tensor *const *ts, size_t n) {
   const UOp **roots = malloc((n ? n : 1) * sizeof *roots);
   if (!roots) return tensor_fail(s, "realize", "out of memory");
   for (size_t i = 0; i < n; i++) roots[i] = ts[i]->node;
-  Schedule *sch = schedule_make(s->ctx, roots, n, known_view, s, &s->next_buffer_id, s->device->name);
+  Schedule *sch = schedule_make(s->ctx, roots, n, NULL, known_view, s, &s->next_buffer_id, s->device->name);
   free(roots);
   return sch;
 }
@@ -41,6 +41,30 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   }
   schedule_free(sch);
   return ok ? UJ_OK : UJ_ERR_COMPILE;
+}
+
+/* Nodes realized into buffer b no longer have their value there. */
+static void forget_buffer(uj_session *s, const UOp *b) {
+  for (size_t i = 0; i < s->cap_known; i++)
+    if (s->known[i] && s->known[i]->src[0] == b) s->known[i] = NULL;
+}
+
+uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {
+  if (!dst || !src) return UJ_ERR_ARG;
+  uj_session *s = dst->s;
+  if (src->s != s) return tensor_fail(s, "assign", "the tensors belong to different sessions"), UJ_ERR_ARG;
+  uj_status st = uj_tensor_realize(&dst, 1);
+  if (st != UJ_OK) return st;
+  const UOp *view = dst->node, *b = schedule_view_buffer(view);
+  const UOp *value = node_broadcast(s, "assign", node_cast(s, src->node, (uj_scalar)view->dtype.scalar), view->shape, view->ndim);
+  if (!value) return UJ_ERR_ARG;
+  tensor_collect_buffers(s);
+  Schedule *sch = schedule_make(s->ctx, &value, 1, &b, known_view, s, &s->next_buffer_id, s->device->name);
+  bool ok = sch && runtime_run(s->device, sch, &s->buffers);
+  schedule_free(sch);
+  if (!ok) return UJ_ERR_COMPILE;
+  forget_buffer(s, b);
+  return tensor_known_set(s, value, view) ? UJ_OK : UJ_ERR_NOMEM;
 }
 
 uj_status uj_tensor_to_host(uj_tensor *t, void *dst, size_t bytes) {

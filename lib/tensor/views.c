@@ -157,7 +157,7 @@ uj_tensor *uj_tensor_stack(uj_tensor *const *ts, unsigned n, int axis) {
   bool ok = tensor_axis(s, "stack", axis, nd + 1, &ax);
   for (unsigned i = 0; ok && i < n; i++) {
     char b[128], c[128];
-    ok = xs[i]->ndim == nd && !memcmp(xs[i]->shape, first->shape, nd * sizeof *first->shape);
+    ok = xs[i]->ndim == nd && (nd == 0 || !memcmp(xs[i]->shape, first->shape, nd * sizeof *first->shape));
     if (!ok) tensor_fail(s, "stack", "shapes %s and %s differ", tensor_shape_str(first, b, sizeof b), tensor_shape_str(xs[i], c, sizeof c));
     int64_t sh[UJ_MAX_DIMS + 1];
     for (unsigned k = 0, j = 0; ok && k <= nd; k++) sh[k] = k == (unsigned)ax ? 1 : first->shape[j++];

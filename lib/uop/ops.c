@@ -267,11 +267,21 @@ static const char *rule_vectorize(const UOp *u, DType *out, char *buf, size_t si
 }
 
 /* GEP(v) lane k: one lane of a vector value, as a scalar. */
-/* STAGE(x): x's value, materialised in a buffer by the scheduler. */
+/* STAGE(x[, buffer]): x's value, materialised by the scheduler in a new
+ * buffer or in the BUFFER given (of x's dtype and element count). */
 static const char *rule_stage(const UOp *u, DType *out, char *buf, size_t size) {
-  char a[32];
+  char a[32], b[32];
   DType d = u->src[0]->dtype;
   if (dt_is_ptr(d) || dt_is_void(d)) return FAIL("STAGE takes a tensor value, not %s", dtype_str(d, a, sizeof a));
+  if (u->nsrc == 2) {
+    const UOp *t = u->src[1];
+    int64_t n = 1;
+    for (unsigned k = 0; k < u->src[0]->ndim; k++) n *= u->src[0]->shape[k];
+    if (t->op != UJ_OP_BUFFER) return FAIL("STAGE writes into a BUFFER, not a %s", op_table[t->op].name);
+    if (!dt_eq(dt_base(t->dtype), d) || t->ints[1] != n)
+      return FAIL("STAGE of %lld %s elements into a BUFFER of %lld %s", (long long)n, dtype_str(d, a, sizeof a),
+                  (long long)t->ints[1], dtype_str(dt_base(t->dtype), b, sizeof b));
+  }
   *out = d;
   return NULL;
 }
@@ -337,7 +347,7 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_PAD]     = {"PAD",        1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_pad_shrink},
   [UJ_OP_SHRINK]  = {"SHRINK",     1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_pad_shrink},
   [UJ_OP_REDUCE]  = {"REDUCE",     1, -1,  ARG_REDUCE, 0,                    true,  movement_rule_reduce},
-  [UJ_OP_STAGE]   = {"STAGE",      1, 1,   ARG_NONE,   OPF_TENSOR,           true,  rule_stage},
+  [UJ_OP_STAGE]   = {"STAGE",      1, 2,   ARG_NONE,   OPF_TENSOR,           true,  rule_stage},
 };
 
 const char *const axis_kind_names[AXIS_COUNT] = {
