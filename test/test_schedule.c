@@ -179,6 +179,51 @@ static void test_memory_released(void) {
   uj_session_free(s);
 }
 
+/* The number of kernels an assignment of value into x's buffer runs. */
+static size_t assign_kernels(uj_session *s, uj_tensor *x, uj_tensor *value) {
+  const UOp *b = schedule_view_buffer(x->node), *root = value->node;
+  int64_t next = 3000;
+  Schedule *sch = schedule_make(s->ctx, &root, 1, &b, NULL, NULL, &next, "CPU");
+  size_t n = sch ? sch->nitems : 99;
+  bool into = sch && sch->nitems && sch->items[sch->nitems - 1].output == b;
+  for (size_t j = 0; sch && j < sch->nitems; j++) /* in place: no kernel reads the buffer it writes through a second PARAM */
+    for (size_t k = 0; k < sch->items[j].ninputs; k++) into &= sch->items[j].inputs[k] != sch->items[j].output;
+  schedule_free(sch);
+  return into ? n : 98;
+}
+
+/* A buffer read and written: in place when each element is read where it
+ * is written, else through a new buffer and a copy. */
+static void test_assign(void) {
+  uj_session *s = uj_session_new(NULL, NULL);
+  float a[6] = {1, 2, 3, 4, 5, 6}, got[6];
+  uj_tensor *x = uj_tensor_from_data(s, UJ_FLOAT32, (int64_t[]){2, 3}, 2, a);
+  uj_tensor *g = uj_tensor_full(s, UJ_FLOAT32, (int64_t[]){2, 3}, 2, 0.5);
+  uj_tensor *sgd = bin(UJ_BIN_SUB, x, uj_tensor_binary_scalar(UJ_BIN_MUL, g, 2, false));
+  CHECK(assign_kernels(s, x, sgd) == 1, "x - 2g: one kernel, in place");
+  uj_tensor *view = uj_tensor_reshape(x, (int64_t[]){3, 2}, 2);
+  CHECK(uj_tensor_assign(x, sgd) == UJ_OK, "%s", uj_session_error(s));
+  CHECK(uj_tensor_to_host(x, got, sizeof got) == UJ_OK, "%s", uj_session_error(s));
+  for (int i = 0; i < 6; i++) CHECK(got[i] == a[i] - 1, "x[%d] = %g", i, got[i]);
+  CHECK(uj_tensor_to_host(view, got, sizeof got) == UJ_OK && got[5] == 5, "a view of x sees the new values");
+  uj_tensor *sq = uj_tensor_from_data(s, UJ_FLOAT32, (int64_t[]){2, 2}, 2, a);
+  uj_tensor *t = uj_tensor_transpose(sq, 0, 1);
+  CHECK(assign_kernels(s, sq, t) == 2, "x = x.T: computed aside, then copied");
+  CHECK(uj_tensor_assign(sq, t) == UJ_OK, "%s", uj_session_error(s));
+  CHECK(uj_tensor_to_host(sq, got, 4 * sizeof *got) == UJ_OK && got[0] == 1 && got[1] == 3 && got[2] == 2 && got[3] == 4,
+        "transposed in place: %g %g %g %g", got[0], got[1], got[2], got[3]);
+  uj_tensor *rows = red(UJ_RED_SUM, sq, 1); /* (2, 1) broadcast to (2, 2) */
+  CHECK(uj_tensor_assign(sq, rows) == UJ_OK, "%s", uj_session_error(s));
+  CHECK(uj_tensor_to_host(sq, got, 4 * sizeof *got) == UJ_OK && got[0] == 4 && got[1] == 4 && got[2] == 6 && got[3] == 6,
+        "row sums broadcast: %g %g %g %g", got[0], got[1], got[2], got[3]);
+  uj_tensor *ints = uj_tensor_arange(s, UJ_INT32, 0, 4, 1);
+  CHECK(uj_tensor_assign(sq, uj_tensor_reshape(ints, (int64_t[]){2, 2}, 2)) == UJ_OK, "cast on assignment");
+  CHECK(uj_tensor_to_host(sq, got, 4 * sizeof *got) == UJ_OK && got[3] == 3, "int to float: %g", got[3]);
+  CHECK(uj_tensor_assign(sq, x) != UJ_OK && strstr(uj_session_error(s), "assign: shapes (2, 3) and (2, 2)"), "%s",
+        uj_session_error(s));
+  uj_session_free(s);
+}
+
 int main(void) {
   uj_session *s = uj_session_new(NULL, NULL);
   CHECK(s != NULL, "session");
@@ -190,5 +235,6 @@ int main(void) {
   test_independent(s);
   uj_session_free(s);
   test_memory_released();
+  test_assign();
   return check_report("test_schedule");
 }
