@@ -18,24 +18,24 @@ endfunction()
 # ---- inputs: a file, -c, stdin, '-', a pipe ----
 uj_cli_test(file --stdout-file ${D}/index.out --stderr-empty -- ${T} ${D}/index.uop)
 uj_cli_test(command_line --stdout "(DEFINE_VAR:int32 x 0 15)" --stderr-empty
-  -- ${T} -c "(ADD:int32 (DEFINE_VAR:int32 x 0 15) (CONST:int32 0))")
-uj_cli_test(stdin --stdin ${D}/index.uop --stdout-file ${D}/index.out -- ${T})
-uj_cli_test(stdin_dash --stdin ${D}/index.uop --stdout-file ${D}/index.out -- ${T} -)
-uj_cli_test(stdin_pipe --stdout-file ${D}/index.out -- sh -c "cat '${D}/index.uop' | '${T}'")
+  -- ${T} --uops -c "(ADD:int32 (DEFINE_VAR:int32 x 0 15) (CONST:int32 0))")
+uj_cli_test(stdin --stdin ${D}/index.uop --stdout-file ${D}/index.out -- ${T} --uops)
+uj_cli_test(stdin_dash --stdin ${D}/index.uop --stdout-file ${D}/index.out -- ${T} --uops -)
+uj_cli_test(stdin_pipe --stdout-file ${D}/index.out -- sh -c "cat '${D}/index.uop' | '${T}' --uops")
 
 # ---- what comes out: simplified, canonical, to a file, stable ----
 uj_cli_test(example --stdout-file ${D}/example.out -- ${T} ${PROJECT_SOURCE_DIR}/examples/simplify.uop)
 uj_cli_test(no_simplify --stdout-file ${D}/index_nosimplify.out -- ${T} --no-simplify ${D}/index.uop)
 uj_cli_test(no_simplify_c --stdout "(ADD:int32 (CONST:int32 1) (CONST:int32 2))"
   -- ${T} --no-simplify -c "(ADD (CONST:int32 1) (CONST:int32 2))")
-uj_cli_test(fold --stdout "(CONST:int32 3)" -- ${T} -c "(ADD (CONST:int32 1) (CONST:int32 2))")
+uj_cli_test(fold --stdout "(CONST:int32 3)" -- ${T} --uops -c "(ADD (CONST:int32 1) (CONST:int32 2))")
 uj_cli_test(output_file --rm ${OUT}/o.uop --stdout-empty --stderr-empty
   --file ${OUT}/o.uop "(SINK (DEFINE_VAR:int32 x 0 15) (DEFINE_VAR:int32 y 0 3))"
   -- ${T} -o ${OUT}/o.uop ${D}/index.uop)
 uj_cli_test(reparse --stdout-file ${D}/index_nosimplify.out
   -- sh -c "'${T}' --no-simplify '${D}/index.uop' | '${T}' --no-simplify")
 uj_cli_test(idempotent --stdout-file ${D}/example.out
-  -- sh -c "'${T}' '${PROJECT_SOURCE_DIR}/examples/simplify.uop' | '${T}'")
+  -- sh -c "'${T}' '${PROJECT_SOURCE_DIR}/examples/simplify.uop' | '${T}' --uops")
 
 # ---- bad input: one line on stderr, nothing on stdout, status 1 ----
 uj_cli_test(parse_error ${ONE_ERROR}
@@ -43,7 +43,7 @@ uj_cli_test(parse_error ${ONE_ERROR}
   -- ${T} ${D}/parse_error.uop)
 uj_cli_test(parse_error_c ${ONE_ERROR}
   --stderr-re "^uopjit: <command line>:1:[0-9]+: unknown dtype 'int33'"
-  -- ${T} -c "(ADD (CONST:int32 1) (CONST:int33 2))")
+  -- ${T} --uops -c "(ADD (CONST:int32 1) (CONST:int33 2))")
 uj_cli_test(unknown_op ${ONE_ERROR} --stderr-re "^uopjit: .*/unknown_op\\.uop:3:4: unknown op 'FROB'$"
   -- ${T} ${D}/unknown_op.uop)
 uj_cli_test(type_error ${ONE_ERROR}
@@ -56,7 +56,7 @@ uj_cli_test(directory ${ONE_ERROR} --stderr-re "^uopjit: cannot read '.*': Is a 
   -- ${T} ${D})
 uj_cli_test(unwritable ${ONE_ERROR} --stderr-re "^uopjit: cannot write '.*/no/such/dir/o\\.uop': "
   -- ${T} -o ${OUT}/no/such/dir/o.uop ${D}/index.uop)
-uj_cli_test(empty_stdin ${ONE_ERROR} --stderr-re "^uopjit: <stdin>:1:1: empty program$" -- ${T})
+uj_cli_test(empty_stdin ${ONE_ERROR} --stderr-re "^uopjit: <stdin>:1:1: empty program$" -- ${T} --uops)
 uj_cli_test(empty_file ${ONE_ERROR} --stderr-re "^uopjit: .*/empty\\.uop:[0-9]+:[0-9]+: empty program$"
   -- ${T} ${D}/empty.uop)
 
@@ -79,9 +79,9 @@ uj_cli_test(repl --stdin ${D}/repl.in
   --stdout-lacks "(CONST:int32 1)"
   --stderr-re "^uopjit: <stdin>:1:2: unknown op 'FROB'$"
   --stderr-re "^uopjit: unknown command ':nonsense'" --stderr-lines 2
-  -- ${T} -i)
+  -- ${T} -i --uops)
 uj_cli_test(repl_eof --stdin ${D}/index.uop --stdout-has "(SINK (DEFINE_VAR:int32 x 0 15) (DEFINE_VAR:int32 y 0 3))"
-  --stderr-empty -- ${T} -i)
+  --stderr-empty -- ${T} -i --uops)
 uj_cli_test(repl_with_file ${ONE_ERROR} --stderr-re "^uopjit: -i reads from stdin" -- ${T} -i ${D}/index.uop)
 
 # ---- --emit: the stages of a kernel (uj_emit), --arch ----
@@ -142,7 +142,7 @@ uj_cli_test(repl_emit_commands --stdin ${D}/repl_emit.in
   --stderr-re "^uopjit: <stdin>: ptx: unknown nvptx arch 'sm_70'"
   --stderr-re "^uopjit: ':ptx' takes at most one argument, an arch$"
   --stderr-re "^uopjit: <stdin>:1:2: unknown op 'FROB'$" --stderr-lines 5
-  -- ${T} -i)
+  -- ${T} -i --uops)
 uj_cli_test(repl_emit_option --stdin ${K} --stdout-has "uj> " --stdout-has ".visible .entry kernel("
   --stderr-empty -- ${T} -i --emit=ptx)
 uj_cli_test(repl_hsaco ${ONE_ERROR} --stderr-re "^uopjit: --emit=hsaco writes a binary: not at the prompt"
@@ -273,6 +273,85 @@ uj_cli_test(debug_emit --stdout-has ".visible .entry kernel(" --stderr-re "^UJ_D
   --stderr-re "^UJ_DEBUG: LLVM IR of kernel:$" -- env UJ_DEBUG=3 ${T} --emit=ptx ${K})
 uj_cli_test(debug_0 --stdout "0=2.0,3.0" --stderr-empty -- env UJ_DEBUG=0 ${RUN_ADD})
 
+# ---- the tensor language (docs/language.md): scripts in test/data/lang ----
+# Each NAME.ujs prints NAME.out exactly; the values are checked by hand
+# (NumPy's layout: test/data/lang/print.ujs).
+set(L ${CMAKE_CURRENT_SOURCE_DIR}/data/lang)
+foreach(script arith create movement reduce unary nn print)
+  uj_cli_test(lang_${script} --stdout-file ${L}/${script}.out --stderr-empty -- ${T} ${L}/${script}.ujs)
+endforeach()
+uj_cli_test(lang_command_line --stdout "tensor(shape=(2, 1), dtype=int32)\n[[3]\n [7]]" --stderr-empty
+  -- ${T} -c "tensor([[1,2],[3,4]]) @ tensor([[1],[1]])")
+uj_cli_test(lang_stdin --stdin ${L}/arith.ujs --stdout-file ${L}/arith.out --stderr-empty -- ${T})
+uj_cli_test(lang_stdin_dash --stdin ${L}/arith.ujs --stdout-file ${L}/arith.out -- ${T} -)
+uj_cli_test(lang_stdin_pipe --stdout-file ${L}/arith.out -- sh -c "cat '${L}/arith.ujs' | '${T}'")
+uj_cli_test(lang_output_file --rm ${OUT}/lang.txt --stdout-empty --stderr-empty --file ${OUT}/lang.txt "3\n(2,)"
+  -- ${T} -o ${OUT}/lang.txt -c "1 + 2\nzeros(2).shape")
+uj_cli_test(lang_statements --stdout "1\n2\n3" -- ${T} -c "x = 1\nx\n# a comment\ny = (x +\n 1)\ny\nx + \\\n y")
+uj_cli_test(lang_npy --rm ${OUT}/t.npy --stderr-empty --file-head ${OUT}/t.npy 934e554d5059
+  --stdout "tensor(shape=(2, 3), dtype=float32)\n[[0. 1. 2.]\n [3. 4. 5.]]\nfloat32\ntensor(shape=(2, 3), dtype=bool)\n[[ True  True  True]\n [ True  True  True]]"
+  -- ${T} -c "x = arange(6.).reshape(2, 3)\nsave(x, '${OUT}/t.npy')\ny = load('${OUT}/t.npy')\ny\ny.dtype\nx == y")
+uj_cli_test(lang_npy_int --rm ${OUT}/i.npy --stdout "tensor(shape=(2, 2), dtype=int32)\n[[1 2]\n [3 4]]"
+  -- ${T} -c "save(tensor([[1, 2], [3, 4]]), '${OUT}/i.npy')\nload('${OUT}/i.npy')")
+uj_cli_test(lang_commands --stderr-empty --stdout-has "1 kernel" --stdout-has "kernel 0 R_" --stdout-has "(SINK "
+  --stdout-has "define void @kernel" --stdout-has " ms (1 kernel)" --stdout-has "0 kernels"
+  --stdout-has ":quit           leave" --stdout-lacks "not printed" -- ${T} ${L}/commands.ujs)
+uj_cli_test(lang_kernels --stdout-has "3 kernels" --stdout-has "kernel 2 " --stdout-lacks "tensor(" -- ${T} -c ":kernels rand(4, 8).softmax()")
+uj_cli_test(lang_prompt --stdin ${L}/repl.in --stderr-re "^uopjit: <stdin>:1:1: unknown name 'foo'$" --stderr-lines 1
+  --stdout-has "uj> ... uj> " --stdout-has "4 6" --stdout-has "2 4" --stdout-has "6 8" --stdout-has "1 kernel"
+  -- ${T} -i)
+uj_cli_test(lang_help --stdout-has "usage: uopjit [-o FILE] [FILE | -c TEXT]" --stdout-has "--uops" -- ${T} --help)
+uj_cli_test(lang_uops_option --stdout "(CONST:int32 3)" -- ${T} --uops -c "(ADD (CONST:int32 1) (CONST:int32 2))")
+# 0-d tensors (a sum over every axis) with scalars and in where
+uj_cli_test(lang_zero_dim --stderr-empty --stdout "tensor(shape=(), dtype=float32)\n4.0\ntensor(shape=(2,), dtype=float32)\n[3. 6.]\ntensor(shape=(2,), dtype=float32)\n[3.  0.5]"
+  -- ${T} ${L}/zero_dim.ujs)
+
+# ---- the tensor language: each kind of error is one line WHERE:LINE:COL: message, status 1 ----
+set(C "<command line>")
+uj_cli_test(lang_err_char ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:7: unexpected character '\\$'$" -- ${T} -c "x = 1 $ 2")
+uj_cli_test(lang_err_string ${ONE_ERROR} --stderr-re "^uopjit: ${C}:2:5: unterminated string$" -- ${T} -c "1\nx = 'abc")
+uj_cli_test(lang_err_syntax ${ONE_ERROR}
+  --stderr-re "^uopjit: .*/err_syntax\\.ujs:4:1: expected ',' or '\\)' but found 'z'$" -- ${T} ${L}/err_syntax.ujs)
+uj_cli_test(lang_err_syntax_c ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:3: expected the end of the statement but found 'b'$" -- ${T} -c "a b")
+uj_cli_test(lang_err_expression ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:12: expected an expression but found '\\*'$" -- ${T} -c "zeros(2) + *")
+uj_cli_test(lang_err_parse_first ${ONE_ERROR} --stderr-re "^uopjit: ${C}:2:1: expected an expression but found '\\)'$"
+  -- ${T} -c "1 + 1\n)")
+uj_cli_test(lang_err_name ${ONE_ERROR} --stderr-re "^uopjit: ${C}:2:5: unknown name 'y'$" -- ${T} -c "x = 1\nx + y")
+uj_cli_test(lang_err_function ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: unknown function 'frob'$" -- ${T} -c "frob(1)")
+uj_cli_test(lang_err_method ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: a tensor has no method 'frob'$"
+  -- ${T} -c "zeros(2).frob()")
+uj_cli_test(lang_err_attribute ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: 'relu' is a method: call it as \\.relu\\(\\)$"
+  -- ${T} -c "zeros(2).relu")
+uj_cli_test(lang_err_arg_count ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:10: softmax: takes at most 1 argument \\(2 given\\)$" -- ${T} -c "zeros(2).softmax(0, 1)")
+uj_cli_test(lang_err_arg_missing ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: conv2d: missing argument 'w'$"
+  -- ${T} -c "conv2d(zeros(1, 1, 2, 2))")
+uj_cli_test(lang_err_arg_kind ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:1: zeros: the shape must be ints or one list of ints, not a string$" -- ${T} -c "zeros('a')")
+uj_cli_test(lang_err_arg_keyword ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: sum: unexpected keyword argument 'axes'$"
+  -- ${T} -c "zeros(2).sum(axes=0)")
+uj_cli_test(lang_err_dtype ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: cast: unknown dtype 'float33' \\(known: bool"
+  -- ${T} -c "zeros(2).cast('float33')")
+uj_cli_test(lang_err_operand ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:5: unsupported operand types for \\+: 'string' and 'int'$" -- ${T} -c "'a' + 1")
+uj_cli_test(lang_err_zero_division ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:2: division by zero$" -- ${T} -c "1/0")
+uj_cli_test(lang_err_library --status 1 --stdout "(2, 3)" --stderr-lines 1
+  --stderr-re "^uopjit: .*/err_runtime\\.ujs:4:7: add: shapes \\(2, 3\\) and \\(4,\\) do not broadcast$"
+  -- ${T} ${L}/err_runtime.ujs)
+uj_cli_test(lang_err_library_call ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:13: reshape: cannot reshape \\(2, 3\\) \\(6 elements\\) to \\(4,\\)"
+  -- ${T} -c "zeros(2, 3).reshape(4)")
+uj_cli_test(lang_err_load ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: .*missing\\.npy.*No such file or directory$"
+  -- ${T} -c "load('${OUT}/missing.npy')")
+uj_cli_test(lang_err_command ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: unknown command ':frob' \\(try :help\\)$"
+  -- ${T} -c ":frob")
+uj_cli_test(lang_err_command_arg ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: :kernels needs a tensor, not an int$"
+  -- ${T} -c ":kernels 1")
+uj_cli_test(lang_err_stdin ${ONE_ERROR} --stdin ${L}/err_syntax.ujs
+  --stderr-re "^uopjit: <stdin>:4:1: expected ',' or '\\)' but found 'z'$" -- ${T})
+
 unset(D)
 unset(T)
 unset(OUT)
@@ -280,3 +359,5 @@ unset(ONE_ERROR)
 unset(K)
 unset(TYPES_ARGS)
 unset(RUN_ADD)
+unset(L)
+unset(C)

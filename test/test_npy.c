@@ -27,7 +27,7 @@
 
 typedef struct TmpDir {
   char dir[64];
-  char path[256]; /* the last file named by tmp_file */
+  char path[384]; /* the last file named by tmp_file */
 } TmpDir;
 
 static const char *tmp_file(TmpDir *t, const char *name) {

@@ -1,13 +1,16 @@
-/* main.c — the uopjit command-line tool: options, then one of three modes.
+/* main.c — the uopjit command-line tool: options, then one of its modes.
  *
- * In: argv. `uopjit [options] [FILE | -c TEXT]` reads one program in the IR
- * text form (docs/text-form.md) from FILE, TEXT or stdin; it is parsed,
- * checked against the op table and printed to stdout (or `-o FILE`) as
- * --emit says: simplified UOps (the default), or a stage that uj_emit makes
- * of a kernel (LLVM IR, assembly, PTX, AMDGCN, an HSA code object). On a
- * terminal with no input given, or with -i, it is a prompt (repl.c).
- * `uopjit run ...` compiles a kernel for this CPU and runs it (run.c).
- * docs/tool.md describes it all.
+ * In: argv. `uopjit [FILE | -c TEXT]` runs a program of the tensor
+ * language (docs/language.md; lang_*.c) from FILE, TEXT or stdin. With
+ * --uops, --emit, --no-simplify or --arch, or a FILE ending in `.uop`, the
+ * input is one program in the IR text form (docs/text-form.md) instead; it
+ * is parsed, checked against the op table and printed to stdout (or `-o
+ * FILE`) as --emit says: simplified UOps (the default), or a stage that
+ * uj_emit makes of a kernel (LLVM IR, assembly, PTX, AMDGCN, an HSA code
+ * object). On a terminal with no input given, or with -i, it is a prompt:
+ * the tensor language's (lang_repl.c), or with the same options the IR's
+ * (repl.c). `uopjit run ...` compiles an IR kernel for this CPU and runs it
+ * (run.c). docs/tool.md describes it all.
  *
  * Errors (bad text, a graph that breaks the op table, an unreadable file,
  * a bad option) print one line `uopjit: ...` on stderr, nothing on stdout,
@@ -26,16 +29,21 @@
 #endif
 
 static const char usage_text[] =
-    "usage: uopjit [options] [FILE | -c TEXT]\n"
-    "       uopjit run [run options] [FILE | -c TEXT]\n"
+    "usage: uopjit [-o FILE] [FILE | -c TEXT]              the tensor language\n"
+    "       uopjit --uops [options] [FILE.uop | -c TEXT]   an IR program\n"
+    "       uopjit run [run options] [FILE | -c TEXT]      run an IR kernel\n"
     "\n"
-    "Reads a program in the uopjit IR text form (from FILE, TEXT, or stdin),\n"
-    "checks it, simplifies it and prints the result, or a stage of its\n"
-    "compilation (--emit). `uopjit run` compiles a kernel for this CPU, runs\n"
-    "it on the buffers given and prints them.\n"
+    "Runs a program in the uopjit tensor language (docs/language.md):\n"
+    "  x = rand(64, 32, seed=1); (x @ x.T).relu().sum(axis=1)\n"
+    "from FILE, TEXT or stdin. The input is instead one program in the IR text\n"
+    "form, checked, simplified and printed (or a stage of its compilation),\n"
+    "when --uops, --emit, --no-simplify or --arch is given or FILE ends in\n"
+    "'.uop'. `uopjit run` compiles an IR kernel for this CPU, runs it on the\n"
+    "buffers given and prints them.\n"
     "\n"
     "  -c TEXT          read the program from TEXT\n"
-    "  -o FILE          write the result to FILE instead of stdout\n"
+    "  -o FILE          write the output to FILE instead of stdout\n"
+    "  --uops           the input is the IR text form (also at the prompt)\n"
     "  --emit=KIND      what to print: uops (default; the simplified UOps),\n"
     "                   or of a kernel: ir, ir-opt (LLVM IR before and after\n"
     "                   optimization), asm (this CPU's assembly), ptx, amdgcn,\n"
@@ -44,7 +52,8 @@ static const char usage_text[] =
     "                   gfx90a, gfx942, gfx1100... (amdgcn, hsaco; default\n"
     "                   gfx90a); with ir or ir-opt, IR for that GPU\n"
     "  --no-simplify    only check the program and print its canonical form\n"
-    "  -i               interactive prompt, even when stdin is not a terminal\n"
+    "  -i               interactive prompt, even when stdin is not a terminal:\n"
+    "                   the tensor language's, or the IR's with --uops/--emit\n"
     "  -h, --help       print this help\n"
     "  --version        print the version\n"
     "\n"
@@ -107,6 +116,7 @@ static bool take_c(Options *o, const char *v) { return take_input(o, NULL, v); }
 
 static bool take_emit(Options *o, const char *v) {
   char known[128];
+  o->emit_given = true;
   o->emit = job_emit_kind(v);
   if (o->emit == -2)
     report("unknown --emit kind '%s' (known: %s)", v, job_emit_names(known, sizeof known));
@@ -124,6 +134,7 @@ static const OptionSpec option_specs[] = {
     {"-c", MODE_ANY, CALL(take_c)},
     {"-o", MODE_ANY, STRING(out)},
     {"--no-simplify", MODE_NOT_RUN, FLAG(simplify, false)},
+    {"--uops", MODE_NOT_RUN, FLAG(uops, true)},
     {"-i", MODE_NOT_RUN, FLAG(interactive, true)},
     {"--emit", MODE_NOT_RUN, CALL(take_emit)},
     {"--arch", MODE_NOT_RUN, STRING(arch)},
@@ -236,13 +247,21 @@ static int main_once(const Options *o) {
   return ok ? 0 : 1;
 }
 
+/* Whether the input is the IR text form rather than the tensor language. */
+static bool main_reads_ir(const Options *o) {
+  size_t n = o->file ? strlen(o->file) : 0;
+  bool uop_file = n > 4 && !strcmp(o->file + n - 4, ".uop");
+  return o->uops || o->emit_given || !o->simplify || o->arch || uop_file;
+}
+
 static int main_mode(const Options *o) {
   if (o->help) return fputs(usage_text, stdout) == EOF;
   if (o->version) return printf("uopjit %s\n", UJ_VERSION) < 0;
   if (!options_check(o)) return 1;
   if (o->run) return run_main(o);
   bool prompt = o->interactive || (!o->file && !o->text && isatty(STDIN_FILENO));
-  return prompt ? repl_main(o) : main_once(o);
+  if (main_reads_ir(o)) return prompt ? repl_main(o) : main_once(o);
+  return prompt ? lang_repl_main(o) : lang_main(o);
 }
 
 int main(int argc, char **argv) {

@@ -1,13 +1,16 @@
 /* tool.h — the uopjit command-line tool's internal interface, one section
  * per file of tools/uopjit/ (see docs/tool.md for what the tool does).
  *
- *   main.c    options, then one of: print/emit a program, the prompt, run
+ *   main.c    options, then one of: the tensor language (a program or its
+ *             prompt), print/emit an IR program, the IR prompt, run
  *   io.c      reading inputs and files, writing results (text or binary)
  *   job.c     one program through the library: its UOps or an emitted stage
  *   repl.c    the prompt (uj> ), with :ir, :ptx, ... on the last program
  *   run.c     `uopjit run`: buffers and variables from options, uj_run, print
  *   kernel.c  a kernel's signature read from its graph, and its access bounds
  *   values.c  values of a dtype: text form <-> bytes in memory
+ *   lang_*.c  the tensor language (lang.h lists its files; lang_repl.c
+ *             holds the two entry points below)
  *
  * Every function that fails has already reported why (one line on stderr)
  * unless its comment says otherwise. Names are prefixed by file, apart
@@ -43,6 +46,8 @@ typedef struct Options {
   const char *text; /* -c TEXT, or NULL */
   const char *out;  /* -o FILE, or NULL for stdout */
   bool simplify;
+  bool uops;        /* --uops: the input is the IR text form */
+  bool emit_given;  /* --emit was given */
   bool interactive;
   bool help, version;
   int emit;         /* --emit: EMIT_UOPS or a uj_emit_kind */
@@ -97,6 +102,14 @@ bool job_output(const char *text, const char *where, const Job *job, Output *out
 
 /* The prompt on stdin; status 0. */
 int repl_main(const Options *o);
+
+/* ---- lang_repl.c ---- */
+
+/* A program of the tensor language from FILE, -c TEXT or stdin: exit
+ * status 0, or 1 after reporting its first error. */
+int lang_main(const Options *o);
+/* The tensor language's prompt on stdin; status 0. */
+int lang_repl_main(const Options *o);
 
 /* ---- run.c ---- */
 
