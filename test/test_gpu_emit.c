@@ -158,6 +158,28 @@ static void test_grid(Ctx *ctx, GpuRun *g) {
   snprintf(ck.what, sizeof ck.what, "matvec");
   if (mv) emit_one(ctx, &ck, g);
   else CHECK(mv != NULL, "matvec: %s", uj_error(ctx));
+  /* ALLOCs: a per-thread tile (stack) and workgroup-shared memory (read
+   * at another thread's element: emission only, there is no barrier yet) */
+  const UOp *al = uj_parse(ctx,
+                           "%r = (ALLOC:float32*reg 0 4)\n%l = (ALLOC:float32*local 1 256)\n"
+                           "%i = (RANGE global 0 (CONST:int32 256))\n%k = (RANGE loop 1 (CONST:int32 4))\n"
+                           "%q = (RANGE loop 2 (CONST:int32 4))\n"
+                           "(SINK (END %i (END %k (STORE (INDEX %r %k) (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int32 4)) %k)))))"
+                           " (STORE (INDEX %l %i) (LOAD (INDEX %r (CONST:int32 3))))"
+                           " (END %q (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %i (CONST:int32 4)) %q)) (ADD (LOAD (INDEX %r %q)) (LOAD (INDEX %l (SUB (CONST:int32 255) %i))))))))",
+                           "alloc");
+  char *shared = al ? uj_emit(ctx, al, UJ_EMIT_PTX, "sm_80", NULL) : NULL;
+  CHECK(shared && strstr(shared, ".shared .align 16 .b8 alloc_1[1024]") && strstr(shared, "st.shared.f32"), "ALLOC in PTX:\n%s",
+        shared ? shared : uj_error(ctx));
+  free(shared);
+  char *amd = al ? uj_emit(ctx, al, UJ_EMIT_AMDGCN, "gfx90a", NULL) : NULL;
+  CHECK(amd && strstr(amd, "ds_write") && strstr(amd, ".amdhsa_group_segment_fixed_size 1024"), "ALLOC in AMDGCN:\n%s",
+        amd ? amd : uj_error(ctx));
+  free(amd);
+  CorpusKernel ca = {.kernel = al};
+  snprintf(ca.what, sizeof ca.what, "alloc");
+  if (al) emit_one(ctx, &ca, g);
+  else CHECK(al != NULL, "alloc: %s", uj_error(ctx));
 }
 
 int main(void) {

@@ -78,6 +78,8 @@ typedef enum uj_op {
   UJ_OP_REDUCE,
   /* scheduling: a tensor value materialised in a buffer */
   UJ_OP_STAGE,
+  /* memory of a kernel's own: registers/stack, or workgroup-shared */
+  UJ_OP_ALLOC,
   UJ_OP_COUNT
 } uj_op;
 
@@ -87,7 +89,8 @@ typedef enum uj_op {
  * BUFFER (id, size) and its device name, CALL the callee and launch dims,
  * RANGE its kind ("loop", "global", ...) and axis number, GEP its lane,
  * RESHAPE/EXPAND the new shape, PERMUTE the order, FLIP the axes, PAD and
- * SHRINK (lo, hi) per axis, REDUCE its op name ("ADD") and axes. */
+ * SHRINK (lo, hi) per axis, REDUCE its op name ("ADD") and axes, ALLOC
+ * (id, element count). */
 typedef struct uj_arg {
   const char *name;     /* NULL when the op takes no name */
   const int64_t *ints;  /* may be NULL when nints == 0 */

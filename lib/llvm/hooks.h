@@ -28,6 +28,11 @@ typedef struct TargetHooks {
    * lowered to polynomials first (lib/codegen/transcendental.c). */
   unsigned libm_scalars;
   int code_object_version; /* amdhsa_code_object_version module flag; 0: none */
+  /* ALLOC: register memory is stack (alloca, in the data layout's alloca
+   * address space), at most stack_bytes a kernel; local memory is a
+   * workgroup-shared global in local_space, at most workgroup_bytes, or,
+   * where that is 0 (the CPU), stack as well. */
+  unsigned long stack_bytes, workgroup_bytes;
 } TargetHooks;
 
 extern const TargetHooks target_hooks[TARGET_COUNT];

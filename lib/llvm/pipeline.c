@@ -236,12 +236,11 @@ LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, c
   const UOp *k = lower_kernel(ctx, kernel, req->target);
   if (!k) return kernel_sig_free(sig), NULL;
   if (debug >= 2) debug_uops(ctx, k, req);
-  LLVMModuleRef mod = render_kernel(ctx, lc, req->target, k, sig, req->name);
-  if (mod) { /* the passes see the target's data layout, not LLVM's default */
-    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(req->tm);
-    LLVMSetModuleDataLayout(mod, layout);
-    LLVMDisposeTargetData(layout);
-  }
+  /* the target's data layout from the start: allocas take its address
+   * space, and the passes see it rather than LLVM's default */
+  LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(req->tm);
+  LLVMModuleRef mod = render_kernel(ctx, lc, req->target, layout, k, sig, req->name);
+  LLVMDisposeTargetData(layout);
   if (mod && debug >= 3) debug_ir(mod, "LLVM IR", req);
   if (mod && req->ir_before) *req->ir_before = pipeline_ir_text(mod);
   if (mod && req->optimize && !optimize(ctx, mod, req)) LLVMDisposeModule(mod), mod = NULL;

@@ -200,6 +200,7 @@ static bool emit_node(State *s, const UOp *u) {
   case UJ_OP_INDEX: emit_index(s, u); return true;
   case UJ_OP_LOAD: emit_load(s, u); return true;
   case UJ_OP_RANGE: return fail(s, u, "RANGE is used outside its END");
+  case UJ_OP_ALLOC: return fail(s, u, "an ALLOC the kernel's entry did not make"); /* emit_allocs */
   case UJ_OP_VECTORIZE: set_value(s, u, emit_vectorize(s, u), NULL); return true;
   case UJ_OP_REDUCE:
     if (u->nsrc == 1) return fail(s, u, "a tensor REDUCE (over axes) reaches the renderer: kernels reduce over RANGEs");
@@ -515,6 +516,46 @@ static bool check_params(Ctx *ctx, const KernelSig *sig) {
   return true;
 }
 
+/* ALLOCs, in the entry block: an alloca (stack: register memory, and
+ * local memory where the target has no workgroup memory), or a global in
+ * workgroup-shared local memory. Contents start undefined. */
+static bool emit_allocs(State *s, const UOp *root) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(s->r.ctx, root, &nodes);
+  unsigned long stack = 0, shared = 0;
+  bool ok = n > 0;
+  for (size_t i = 0; ok && i < n; i++) {
+    const UOp *u = nodes[i];
+    if (u->op != UJ_OP_ALLOC) continue;
+    DType e = dt_base(u->dtype);
+    unsigned long bytes = (unsigned long)u->ints[1] * elem_bytes(e);
+    LLVMTypeRef at = LLVMArrayType2(render_mem_type(&s->r, dt_lane(e)), (uint64_t)u->ints[1] * e.lanes);
+    bool workgroup = u->dtype.space == UJ_AS_LOCAL && s->r.h->workgroup_bytes;
+    unsigned long *used = workgroup ? &shared : &stack, limit = workgroup ? s->r.h->workgroup_bytes : s->r.h->stack_bytes;
+    *used += bytes;
+    if (*used > limit) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "%lu bytes of %s memory; this target allows %lu", *used, workgroup ? "workgroup" : "stack", limit);
+      ok = fail(s, u, msg);
+      break;
+    }
+    LLVMValueRef v;
+    if (workgroup) {
+      char name[32];
+      snprintf(name, sizeof name, "alloc_%lld", (long long)u->ints[0]); /* a PTX identifier */
+      v = LLVMAddGlobalInAddressSpace(s->r.mod, at, name, s->r.h->local_space);
+      LLVMSetInitializer(v, LLVMGetUndef(at));
+      LLVMSetLinkage(v, LLVMInternalLinkage);
+    } else {
+      v = LLVMBuildAlloca(s->r.b, at, "alloc");
+    }
+    LLVMSetAlignment(v, 16);
+    set_value(s, u, v, NULL);
+  }
+  free(nodes);
+  return ok;
+}
+
 static bool render_body(State *s, const UOp *root, const char *name) {
   char body_name[256];
   snprintf(body_name, sizeof body_name, "%s%s", name, s->r.h->kernel_cc ? "" : ".body");
@@ -522,7 +563,7 @@ static bool render_body(State *s, const UOp *root, const char *name) {
   if (!s->fn) return ctx_set_error(s->r.ctx, "render: out of memory"), false;
   for (size_t i = 0; i < s->sig->nparams + s->sig->nvars; i++) s->params[i] = LLVMGetParam(s->fn, (unsigned)i);
   LLVMPositionBuilderAtEnd(s->r.b, LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "entry"));
-  if (!emit_effects(s, root)) return false;
+  if (!emit_allocs(s, root) || !emit_effects(s, root)) return false;
   LLVMBuildRetVoid(s->r.b);
   if (!s->r.h->kernel_cc && !make_cpu_entry(s, s->fn, name)) return ctx_set_error(s->r.ctx, "render: out of memory"), false;
   return true;
@@ -537,7 +578,7 @@ static void module_setup(State *s) {
   }
 }
 
-LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, const UOp *root,
+LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, LLVMTargetDataRef layout, const UOp *root,
                             const KernelSig *sig, const char *name) {
   State s = {.r = {ctx, t, &target_hooks[t->kind], lc, NULL, NULL}, .sig = sig};
   if (!check_params(ctx, sig)) return NULL;
@@ -547,6 +588,7 @@ LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, const 
     return NULL;
   }
   s.r.mod = LLVMModuleCreateWithNameInContext(name, lc);
+  if (layout) LLVMSetModuleDataLayout(s.r.mod, layout); /* allocas take its address space */
   s.r.b = LLVMCreateBuilderInContext(lc);
   module_setup(&s);
   bool ok = render_body(&s, root, name);

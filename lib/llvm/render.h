@@ -21,7 +21,7 @@
 #include "llvm/signature.h"
 #include "llvm/target.h"
 
-LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, const UOp *root,
+LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, LLVMTargetDataRef layout, const UOp *root,
                             const KernelSig *sig, const char *name);
 
 /* ---- shared by render.c and render_alu.c ---- */

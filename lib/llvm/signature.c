@@ -10,9 +10,15 @@ static bool is_effect(const UOp *u) {
 }
 
 /* The PARAM a pointer comes from (through INDEXes), or NULL. */
-static const UOp *base_param(const UOp *p) {
+/* The PARAM or ALLOC a pointer is into. */
+static const UOp *base_memory(const UOp *p) {
   while (p->op == UJ_OP_INDEX) p = p->src[0];
-  return p->op == UJ_OP_PARAM ? p : NULL;
+  return p->op == UJ_OP_PARAM || p->op == UJ_OP_ALLOC ? p : NULL;
+}
+
+static const UOp *base_param(const UOp *p) {
+  p = base_memory(p);
+  return p && p->op == UJ_OP_PARAM ? p : NULL;
 }
 
 static bool add_param(Ctx *ctx, KernelSig *sig, const UOp *u) {
@@ -92,8 +98,8 @@ static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
     return true;
   case UJ_OP_LOAD:
   case UJ_OP_STORE:
-    if (!base_param(u->src[0])) {
-      ctx_set_error(ctx, "kernel: %s through a pointer that is not a PARAM", op_table[u->op].name);
+    if (!base_memory(u->src[0])) {
+      ctx_set_error(ctx, "kernel: %s through a pointer that is not a PARAM or an ALLOC", op_table[u->op].name);
       return false;
     }
     return true;

@@ -12,7 +12,10 @@
  * loop step (or the loop's end) when it does. LOADs read memory as it was before the run;
  * STOREs are checked and queued with a copy of their value, and written in
  * the order they ran once everything succeeded. An error leaves memory as
- * it was. Pointer nodes evaluate to a Pointer (memory, element, gate). */
+ * it was. An ALLOC is memory of the kernel's own for the run: stores to it
+ * land at once, and reading an element nothing was stored to is an error
+ * (its contents are undefined). Pointer nodes evaluate to a Pointer
+ * (memory, element, gate). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +45,7 @@ typedef struct Pointer {
   unsigned char *data;
   int64_t count, index;
   bool valid;
+  bool own; /* an ALLOC's memory: stores land at once, loads need one first */
 } Pointer;
 
 typedef struct Frame {
@@ -91,6 +95,8 @@ struct Eval {
   size_t nstore_words, cap_store_words;
   uintptr_t *written; /* set of element addresses stored to: 0 = empty slot */
   size_t nwritten, cap_written;
+  unsigned char **allocs; /* the memory of ALLOCs in this run */
+  size_t nallocs, cap_allocs;
 };
 
 /* ---- errors ---- */
@@ -124,6 +130,8 @@ Eval *eval_new(Ctx *ctx) {
 }
 
 static void results_clear(Eval *ev) {
+  for (size_t i = 0; i < ev->nallocs; i++) free(ev->allocs[i]);
+  free(ev->allocs);
   void *owned[] = {ev->order, ev->where, ev->words, ev->ptrs, ev->in_loop, ev->open, ev->done,
                    ev->stamp, ev->pushed, ev->walk, ev->steps, ev->stores, ev->store_words, ev->written};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
@@ -299,13 +307,26 @@ static bool eval_memory_root(Eval *ev, const UOp *u) {
   if (!m) return fail(ev, u, "PARAM slot %lld is not bound", (long long)u->ints[0]);
   if (dt_is_ptr(u->dtype)) {
     int64_t count = is_buffer ? u->ints[1] : elem ? (int64_t)(m->bytes / elem) : 0;
-    *pointer_of(ev, u) = (Pointer){m->data, count, 0, true};
+    *pointer_of(ev, u) = (Pointer){m->data, count, 0, true, false};
     return true;
   }
   if (m->bytes != elem)
     return fail(ev, u, "PARAM slot %lld is bound to %zu bytes, its value has %zu",
                 (long long)u->ints[0], m->bytes, elem);
   mem_read(m->data, u->dtype, words_of(ev, u));
+  return true;
+}
+
+/* ALLOC: memory of the kernel's own for this run, made once. */
+static bool eval_alloc(Eval *ev, const UOp *u) {
+  Pointer *p = pointer_of(ev, u);
+  if (p->data) return true;
+  unsigned char **a = grow(ev->allocs, ev->nallocs, &ev->cap_allocs, sizeof *a);
+  if (a) ev->allocs = a;
+  unsigned char *mem = a ? calloc((size_t)u->ints[1], elem_bytes(dt_base(u->dtype))) : NULL;
+  if (!mem) return fail_nomem(ev);
+  ev->allocs[ev->nallocs++] = mem;
+  *p = (Pointer){mem, u->ints[1], 0, true, true};
   return true;
 }
 
@@ -371,7 +392,9 @@ static bool eval_load(Eval *ev, const UOp *u) {
   }
   if (!access_ok(ev, u, p)) return false;
   const unsigned char *at = p->data + (size_t)p->index * elem_bytes(u->dtype);
-  if (was_written(ev, at))
+  if (p->own && !was_written(ev, at))
+    return fail(ev, u, "element %lld of an ALLOC is read before anything was stored there", (long long)p->index);
+  if (!p->own && was_written(ev, at))
     return fail(ev, u, "element %lld was stored earlier in this run (a kernel reads memory as it was before it ran)",
                 (long long)p->index);
   mem_read(at, u->dtype, out);
@@ -379,7 +402,7 @@ static bool eval_load(Eval *ev, const UOp *u) {
 }
 
 /* STORE(ptr, val): checked and queued with a copy of val (written after
- * the run); nothing when ptr is off. */
+ * the run; into an ALLOC's memory at once); nothing when ptr is off. */
 static bool eval_store(Eval *ev, const UOp *u) {
   const Pointer *p = pointer_of(ev, u->src[0]);
   DType d = u->src[1]->dtype;
@@ -395,6 +418,7 @@ static bool eval_store(Eval *ev, const UOp *u) {
   if (!stores) return fail_nomem(ev);
   unsigned char *at = p->data + (size_t)p->index * elem_bytes(d);
   if (!mark_written(ev, at)) return false;
+  if (p->own) return mem_write(at, d, words_of(ev, u->src[1])), true; /* an ALLOC's: at once */
   memcpy(ev->store_words + ev->nstore_words, words_of(ev, u->src[1]), d.lanes * sizeof(uint64_t));
   ev->stores[ev->nstores++] = (Store){at, d, ev->nstore_words};
   ev->nstore_words += d.lanes;
@@ -433,6 +457,7 @@ static bool eval_node(Eval *ev, const UOp *u) {
   case UJ_OP_PARAM:
   case UJ_OP_BUFFER: return eval_memory_root(ev, u);
   case UJ_OP_INDEX: return eval_index(ev, u);
+  case UJ_OP_ALLOC: return eval_alloc(ev, u);
   case UJ_OP_LOAD: return eval_load(ev, u);
   case UJ_OP_STORE: return eval_store(ev, u);
   case UJ_OP_RANGE: return eval_range(ev, u);

@@ -286,6 +286,18 @@ static const char *rule_stage(const UOp *u, DType *out, char *buf, size_t size) 
   return NULL;
 }
 
+/* ALLOC (id, count): count elements of a kernel's own memory, in register
+ * (per thread) or local (per workgroup) space. */
+static const char *rule_alloc(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  if (!dt_is_ptr(u->dtype) || u->dtype.space == UJ_AS_GLOBAL)
+    return FAIL("ALLOC must be a pointer into local or register memory, not %s", dname(u->dtype, a, sizeof a));
+  if (u->nints != 2) return FAIL("ALLOC takes (id, element count), not %u ints", (unsigned)u->nints);
+  if (u->ints[1] < 1 || u->ints[1] > ((int64_t)1 << 31)) return FAIL("ALLOC of %lld elements (1 .. 2^31)", (long long)u->ints[1]);
+  *out = u->dtype;
+  return NULL;
+}
+
 static const char *rule_gep(const UOp *u, DType *out, char *buf, size_t size) {
   char a[32];
   DType d = u->src[0]->dtype;
@@ -348,6 +360,7 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_SHRINK]  = {"SHRINK",     1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_pad_shrink},
   [UJ_OP_REDUCE]  = {"REDUCE",     1, -1,  ARG_REDUCE, 0,                    true,  movement_rule_reduce},
   [UJ_OP_STAGE]   = {"STAGE",      1, 2,   ARG_NONE,   OPF_TENSOR,           true,  rule_stage},
+  [UJ_OP_ALLOC]   = {"ALLOC",      0, 0,   ARG_INTS,   0,                    false, rule_alloc},
 };
 
 const char *const axis_kind_names[AXIS_COUNT] = {
