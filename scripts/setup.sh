@@ -2,14 +2,15 @@
 # setup.sh — the first command on a fresh Debian 12 machine.
 #
 # 1. Installs what is missing, with apt-get: cmake, a C compiler and make
-#    (build-essential), and LLVM 19 (llvm-19-dev, lld-19) for the coming
-#    back ends. Each package is checked first (dpkg -s / command -v);
+#    (build-essential), and LLVM 19 (llvm-19-dev, lld-19), which the build
+#    needs. Each package is checked first (dpkg -s / command -v);
 #    `apt-get update` runs once, only when something must be installed;
-#    sudo is used only when not root. If LLVM 19 has no apt candidate, a
-#    note is printed and setup goes on: nothing built yet needs it.
+#    sudo is used only when not root. If apt has no LLVM 19, setup stops
+#    with a message saying what to install.
 # 2. Configures and builds a Release build in build/.
 # 3. Runs the main job: `build/uopjit examples/simplify.uop`, which prints
-#    the simplified program.
+#    the simplified program, and `build/uopjit examples/tensors.ujs`, a
+#    tensor program compiled and run on this CPU.
 #
 # Usage: scripts/setup.sh              install, build, run the example
 #        scripts/setup.sh --deps-only  install only (scripts/test.sh uses it)
@@ -74,9 +75,9 @@ install_llvm() {
   local pkg
   for pkg in $missing; do
     if ! has_candidate "$pkg"; then
-      echo "setup: note: no apt package $pkg here; skipping LLVM 19" \
-           "(this build does not need it yet)"
-      return 0
+      echo "setup: apt has no package $pkg here; uopjit needs LLVM 19" \
+           "(llvm-19-dev, lld-19: Debian 12's own, or apt.llvm.org)" >&2
+      exit 1
     fi
   done
   # shellcheck disable=SC2086
@@ -106,6 +107,8 @@ main() {
   cat examples/simplify.uop
   echo "--- simplified"
   build/uopjit examples/simplify.uop
+  echo "setup: build/uopjit examples/tensors.ujs"
+  build/uopjit examples/tensors.ujs
 }
 
 main "$@"
