@@ -282,6 +282,8 @@ foreach(script arith create movement reduce unary nn print)
 endforeach()
 uj_cli_test(lang_command_line --stdout "tensor(shape=(2, 1), dtype=int32)\n[[3]\n [7]]" --stderr-empty
   -- ${T} -c "tensor([[1,2],[3,4]]) @ tensor([[1],[1]])")
+uj_cli_test(example_tensors --stdout-file ${L}/example_tensors.out --stderr-empty
+  -- ${T} ${PROJECT_SOURCE_DIR}/examples/tensors.ujs) # the main job's second half (scripts/setup.sh)
 uj_cli_test(lang_stdin --stdin ${L}/arith.ujs --stdout-file ${L}/arith.out --stderr-empty -- ${T})
 uj_cli_test(lang_stdin_dash --stdin ${L}/arith.ujs --stdout-file ${L}/arith.out -- ${T} -)
 uj_cli_test(lang_stdin_pipe --stdout-file ${L}/arith.out -- sh -c "cat '${L}/arith.ujs' | '${T}'")
