@@ -150,7 +150,8 @@ uj_status uj_tensor_to_host(uj_tensor *t, void *dst, size_t bytes);
  * buffers, shapes), "uops" (each kernel's UOps), "ir" (each kernel's LLVM
  * IR). malloc'd; NULL and a message on error. */
 char *uj_tensor_schedule_text(uj_tensor *t, const char *what);
-/* Number of kernels realizing t would run (0 when t is already a buffer). */
+/* Number of kernels realizing t would run (0 when t is already a buffer;
+ * (size_t)-1 and a message on error). */
 size_t uj_tensor_kernel_count(uj_tensor *t);
 void uj_tensor_free(uj_tensor *t);
 
