@@ -77,6 +77,8 @@ uj_tensor *uj_tensor_arange(uj_session *s, uj_scalar dtype, double start, double
   if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
     return tensor_fail(s, "arange", "start %g, stop %g, step %g: the step must be nonzero and all finite", start, stop, step);
   double count = ceil((stop - start) / step);
+  if (count > 0x1p40) /* before the cast, which could overflow */
+    return tensor_fail(s, "arange", "start %g, stop %g, step %g: too many elements (more than 2^40)", start, stop, step);
   int64_t shape[1] = {count > 0 ? (int64_t)count : 0};
   if (!check_shape(s, "arange", shape, 1)) return NULL;
   return from_values(s, "arange", dtype, shape, 1, arange_at, &(Arange){start, step});

@@ -33,6 +33,12 @@ uj_tensor *uj_tensor_matmul(uj_tensor *a, uj_tensor *b) {
   if (y->shape[y->ndim - 2] != K)
     return tensor_fail(s, "matmul", "shapes %s and %s: contracted axes differ (%lld and %lld)", tensor_shape_str(a->node, sa, sizeof sa),
                        tensor_shape_str(b->node, sb, sizeof sb), (long long)K, (long long)y->shape[y->ndim - 2]);
+  for (unsigned k = 3; k <= x->ndim && k <= y->ndim; k++) { /* batch axes broadcast, named as given */
+    int64_t bx = x->shape[x->ndim - k], by = y->shape[y->ndim - k];
+    if (bx != by && bx != 1 && by != 1)
+      return tensor_fail(s, "matmul", "shapes %s and %s: batch axes do not broadcast", tensor_shape_str(a->node, sa, sizeof sa),
+                         tensor_shape_str(b->node, sb, sizeof sb));
+  }
   if (dt_is_bool(x->dtype)) x = node_cast(s, x, UJ_INT32);
   if (dt_is_bool(y->dtype)) y = node_cast(s, y, UJ_INT32);
   int64_t shx[UJ_MAX_DIMS + 1], shy[UJ_MAX_DIMS + 1], perm[UJ_MAX_DIMS];

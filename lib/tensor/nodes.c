@@ -214,7 +214,11 @@ const UOp *node_unary(uj_session *s, uj_unop op, const UOp *x) {
   case UJ_UN_SQRT: return node_alu(s, UJ_OP_SQRT, x, NULL);
   case UJ_UN_RECIP: return node_alu(s, UJ_OP_RECIP, x, NULL);
   case UJ_UN_SIN: return node_alu(s, UJ_OP_SIN, x, NULL);
-  case UJ_UN_COS: return node_alu(s, UJ_OP_SIN, node_alu(s, UJ_OP_SUB, k(s, x, 1.5707963267948966), x), NULL);
+  case UJ_UN_COS: { /* sin(pi/2 - x), in float64 below 64 bits: the subtraction is then exact enough */
+    const UOp *w = dt_bits(x->dtype) < 64 ? node_cast(s, x, UJ_FLOAT64) : x;
+    const UOp *c = node_alu(s, UJ_OP_SIN, node_alu(s, UJ_OP_SUB, k(s, w, 1.5707963267948966), w), NULL);
+    return node_cast(s, c, (uj_scalar)x->dtype.scalar);
+  }
   case UJ_UN_ABS: {
     const UOp *neg = node_alu(s, UJ_OP_CMPLT, x, k(s, x, 0));
     const UOp *src[3] = {neg, node_alu(s, UJ_OP_NEG, x, NULL), x};

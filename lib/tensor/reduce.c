@@ -34,10 +34,11 @@ static const UOp *squeeze(uj_session *s, const UOp *x, const int64_t *axes, unsi
   return node_reshape(s, x, shape, nd);
 }
 
-/* The opposite order: max of it is the min (negation; bitwise not for
- * unsigned and bool, which keeps the order reversed without overflow). */
+/* The opposite order: max of it is the min (negation for floats; bitwise
+ * not, ~x = -x - 1, for integers and bool, which reverses the order
+ * without overflow: -INT_MIN would wrap to INT_MIN). */
 static const UOp *reversed(uj_session *s, const UOp *x) {
-  return dt_is_float(x->dtype) || dt_is_signed(x->dtype) ? node_alu(s, UJ_OP_NEG, x, NULL) : node_unary(s, UJ_UN_NOT, x);
+  return dt_is_float(x->dtype) ? node_alu(s, UJ_OP_NEG, x, NULL) : node_unary(s, UJ_UN_NOT, x);
 }
 
 static const UOp *reduce_max(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) { return node_reduce(s, UJ_OP_MAX, x, ax, n); }
@@ -103,11 +104,11 @@ uj_tensor *uj_tensor_reduce(uj_reduceop op, uj_tensor *a, const int *axes, unsig
 
 /* x - max(x) along axis, and the log of the sum of its exp: the stable
  * parts of softmax and log_softmax. */
-static bool softmax_parts(uj_session *s, uj_tensor *a, int axis, const UOp **shifted, const UOp **sum) {
+static bool softmax_parts(uj_session *s, const char *op, uj_tensor *a, int axis, const UOp **shifted, const UOp **sum) {
   int64_t ax;
   int x;
   const UOp *in = a->node;
-  if (!tensor_axis(s, "softmax", axis, in->ndim, &x)) return false;
+  if (!tensor_axis(s, op, axis, in->ndim, &x)) return false;
   ax = x;
   if (!dt_is_float(in->dtype)) in = node_cast(s, in, UJ_FLOAT32);
   *shifted = node_alu(s, UJ_OP_SUB, in, node_broadcast(s, "softmax", reduce_max(s, in, &ax, 1), in->shape, in->ndim));
@@ -117,13 +118,13 @@ static bool softmax_parts(uj_session *s, uj_tensor *a, int axis, const UOp **shi
 
 uj_tensor *uj_tensor_softmax(uj_tensor *a, int axis) {
   const UOp *shifted, *sum;
-  if (!a || !softmax_parts(a->s, a, axis, &shifted, &sum)) return NULL;
+  if (!a || !softmax_parts(a->s, "softmax", a, axis, &shifted, &sum)) return NULL;
   return tensor_wrap(a->s, node_alu(a->s, UJ_OP_FDIV, node_unary(a->s, UJ_UN_EXP, shifted), sum));
 }
 
 uj_tensor *uj_tensor_log_softmax(uj_tensor *a, int axis) {
   const UOp *shifted, *sum;
-  if (!a || !softmax_parts(a->s, a, axis, &shifted, &sum)) return NULL;
+  if (!a || !softmax_parts(a->s, "log_softmax", a, axis, &shifted, &sum)) return NULL;
   return tensor_wrap(a->s, node_alu(a->s, UJ_OP_SUB, shifted, node_unary(a->s, UJ_UN_LOG, sum)));
 }
 
