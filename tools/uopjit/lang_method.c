@@ -23,14 +23,11 @@ static bool m_reshape(Call *c, const Callable *f, Value *out) {
   return arg_shape(c, c->pos, c->npos, shape, &ndim) && call_return(c, uj_tensor_reshape(self_of(c), shape, ndim), out);
 }
 
-/* expand: -1 keeps the size of the axis it lines up with (from the right). */
+/* expand: -1 keeps the size of the axis it lines up with (the library's rule). */
 static bool m_expand(Call *c, const Callable *f, Value *out) {
   int64_t shape[UJ_MAX_DIMS];
-  unsigned ndim, have = uj_tensor_ndim(self_of(c));
-  if (!arg_shape(c, c->pos, c->npos, shape, &ndim)) return false;
-  for (unsigned k = 0; k < ndim; k++)
-    if (shape[k] == -1 && k + have >= ndim) shape[k] = uj_tensor_shape(self_of(c))[k + have - ndim];
-  return call_return(c, uj_tensor_expand(self_of(c), shape, ndim), out);
+  unsigned ndim;
+  return arg_shape(c, c->pos, c->npos, shape, &ndim) && call_return(c, uj_tensor_expand(self_of(c), shape, ndim), out);
 }
 
 /* Axes from star arguments (permute) or one argument (flip). */
