@@ -10,9 +10,10 @@
 #include <llvm-c/LLJIT.h>
 
 #include "cpu/jit.h"
+#include "cpu/pool.h"
 #include "llvm/pipeline.h"
 
-typedef void (*KernelEntry)(void *const *args, const int64_t *vars);
+typedef void (*KernelEntry)(void *const *args, const int64_t *vars, int64_t part, int64_t nparts);
 
 struct uj_program {
   Ctx *ctx;
@@ -34,6 +35,7 @@ typedef struct CpuJit {
   uj_program **programs;   /* the cache */
   size_t nprograms, cap;
   uint64_t next_symbol;
+  Pool *pool; /* made at the first parallel run */
 } CpuJit;
 
 static bool orc_fail(Ctx *ctx, const char *what, LLVMErrorRef err) {
@@ -55,6 +57,7 @@ static void program_release(uj_program *p) {
 
 static void jit_free(void *state) {
   CpuJit *j = state;
+  pool_free(j->pool);
   for (size_t i = 0; i < j->nprograms; i++) program_release(j->programs[i]);
   free(j->programs);
   if (j->jit) {
@@ -230,12 +233,27 @@ static uj_status run_check(uj_program *p, void *const *args, size_t nargs, const
   return UJ_OK;
 }
 
+/* One launch of a parallel program: each thread runs its part. */
+typedef struct Launch {
+  const uj_program *p;
+  void *const *args;
+  const int64_t *vars;
+} Launch;
+
+static void run_part(void *arg, unsigned part, unsigned nparts) {
+  const Launch *l = arg;
+  l->p->entry(l->args, l->vars, part, nparts);
+}
+
 uj_status uj_run(uj_program *p, void *const *args, size_t nargs, const int64_t *vars, size_t nvars) {
   if (!p) return UJ_ERR_ARG;
   uj_status st = run_check(p, args, nargs, vars, nvars);
   if (st != UJ_OK) return st;
   double t0 = pipeline_now_ms();
-  p->entry(args, vars);
+  CpuJit *j = p->sig.parallel ? jit_get(p->ctx) : NULL;
+  if (j && !j->pool && pool_default_threads() > 1) j->pool = pool_new(pool_default_threads());
+  if (j && j->pool) pool_run(j->pool, run_part, &(Launch){p, args, vars});
+  else p->entry(args, vars, 0, 1); /* no pool (one core, or none could be made): all in one part */
   if (pipeline_debug_level() >= 1) fprintf(stderr, "UJ_DEBUG: %s: ran in %.3f ms\n", p->name, pipeline_now_ms() - t0);
   return UJ_OK;
 }
@@ -260,4 +278,9 @@ bool uj_program_var(const uj_program *p, size_t i, uj_dtype *dtype, int64_t *min
 
 const char *uj_program_var_name(const uj_program *p, size_t i) {
   return p && i < p->sig.nvars ? p->sig.vars[i].name : NULL;
+}
+
+unsigned cpu_pool_last_threads(Ctx *ctx) {
+  const CpuJit *j = ctx->parts[CTX_PART_CPU_JIT].state;
+  return j && j->pool ? pool_last_threads(j->pool) : 0;
 }

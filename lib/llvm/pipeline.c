@@ -238,6 +238,7 @@ LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, c
   if (debug >= 2) debug_uops(ctx, k, req);
   /* the target's data layout from the start: allocas take its address
    * space, and the passes see it rather than LLVM's default */
+  sig->parallel = !target_hooks[req->target->kind].grid && kernel_parallel_range(k);
   LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(req->tm);
   LLVMModuleRef mod = render_kernel(ctx, lc, req->target, layout, k, sig, req->name);
   LLVMDisposeTargetData(layout);

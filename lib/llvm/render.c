@@ -23,7 +23,8 @@ enum { MAX_LOOPS = 64, GRID_DIMS = 3 };
 typedef struct Loop {
   const UOp *range;
   LLVMBasicBlockRef pre, header, exit;
-  LLVMValueRef phi; /* NULL for a grid index */
+  LLVMValueRef phi;   /* NULL for a grid index */
+  LLVMValueRef start; /* the phi's first value: 0, or a part's start */
   LLVMValueRef acc; /* a REDUCE's accumulator phi, or NULL */
   uint64_t serial;
 } Loop;
@@ -51,6 +52,8 @@ typedef struct State {
   uint64_t serials;
   const UOp *grid[GRID_DIMS];
   unsigned ngrid;
+  const UOp *parallel;        /* CPU: the RANGE split in parts, or NULL */
+  LLVMValueRef part, nparts;  /* CPU: the body's last two arguments (i64) */
 } State;
 
 static bool is_effect(const UOp *u) {
@@ -314,6 +317,23 @@ static LLVMValueRef grid_guard(State *s, const UOp *range, int dim, LLVMValueRef
 
 /* Opens the loop of range (for `user`, an END or REDUCE, in messages): a
  * grid index when grid and the target has one, else a counted loop. */
+/* The part of range this call runs: [k*c, min((k+1)*c, bound)) for part k
+ * of n, c = ceil(bound / n), in int64, then in the range's type. */
+static void part_bounds(State *s, const UOp *range, LLVMValueRef *start, LLVMValueRef *bound) {
+  LLVMBuilderRef B = s->r.b;
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(s->r.lc), t = LLVMTypeOf(*bound);
+  bool sign = dt_is_signed(range->dtype);
+  LLVMValueRef n = *bound, zero = LLVMConstInt(i64, 0, 0), one = LLVMConstInt(i64, 1, 0);
+  if (dt_bits(range->dtype) < 64) n = sign ? LLVMBuildSExt(B, n, i64, "") : LLVMBuildZExt(B, n, i64, "");
+  n = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, n, zero, ""), zero, n, ""); /* no trips below 0 */
+  LLVMValueRef chunk = LLVMBuildUDiv(B, LLVMBuildSub(B, LLVMBuildAdd(B, n, s->nparts, ""), one, ""), s->nparts, "");
+  LLVMValueRef lo = LLVMBuildMul(B, chunk, s->part, ""), hi = LLVMBuildAdd(B, lo, chunk, "");
+  lo = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, lo, n, ""), lo, n, "");
+  hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, hi, n, ""), hi, n, "");
+  *start = dt_bits(range->dtype) < 64 ? LLVMBuildTrunc(B, lo, t, "") : lo;
+  *bound = dt_bits(range->dtype) < 64 ? LLVMBuildTrunc(B, hi, t, "") : hi;
+}
+
 static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid) {
   for (unsigned i = 0; i < s->depth; i++)
     if (s->loops[i].range == range) return fail(s, user, "its RANGE is already open (inside its own loop)");
@@ -323,7 +343,7 @@ static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid) {
   LLVMValueRef bound = s->val[range->src[0]->id];
   LLVMTypeRef t = render_type(&s->r, range->dtype);
   Loop *L = &s->loops[s->depth];
-  *L = (Loop){range, LLVMGetInsertBlock(B), NULL, NULL, NULL, NULL, ++s->serials};
+  *L = (Loop){.range = range, .pre = LLVMGetInsertBlock(B), .serial = ++s->serials};
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "body");
   L->exit = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "exit");
   LLVMValueRef i, more;
@@ -331,6 +351,8 @@ static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid) {
   if (dim >= 0) {
     i = grid_guard(s, range, dim, bound, &more);
   } else {
+    L->start = LLVMConstNull(t);
+    if (range == s->parallel) part_bounds(s, range, &L->start, &bound);
     L->header = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "loop");
     LLVMBuildBr(B, L->header);
     LLVMPositionBuilderAtEnd(B, L->header);
@@ -353,7 +375,7 @@ static void loop_close(State *s, LLVMValueRef acc_next) {
     LLVMValueRef next = LLVMBuildAdd(B, L->phi, LLVMConstInt(LLVMTypeOf(L->phi), 1, 0), "");
     LLVMSetNUW(next, 1); /* i < bound: i + 1 does not wrap */
     if (dt_is_signed(L->range->dtype)) LLVMSetNSW(next, 1);
-    LLVMValueRef vals[2] = {LLVMConstNull(LLVMTypeOf(L->phi)), next};
+    LLVMValueRef vals[2] = {L->start, next};
     LLVMBasicBlockRef blocks[2] = {L->pre, LLVMGetInsertBlock(B)};
     LLVMBuildBr(B, L->header);
     LLVMAddIncoming(L->phi, vals, blocks, 2);
@@ -433,11 +455,12 @@ static void pointer_attrs(State *s, LLVMValueRef fn, unsigned i, const KernelPar
 
 /* The kernel function: params by slot, then the variables. */
 static LLVMValueRef make_function(State *s, const char *name) {
-  size_t np = s->sig->nparams, nv = s->sig->nvars, n = np + nv;
+  size_t np = s->sig->nparams, nv = s->sig->nvars, n = np + nv + (s->r.h->kernel_cc ? 0 : 2);
   LLVMTypeRef *types = malloc((n + 1) * sizeof *types);
   if (!types) return NULL;
   for (size_t i = 0; i < np; i++) types[i] = param_type(s, &s->sig->params[i]);
   for (size_t i = 0; i < nv; i++) types[np + i] = render_type(&s->r, s->sig->vars[i].dtype);
+  for (size_t i = np + nv; i < n; i++) types[i] = LLVMInt64TypeInContext(s->r.lc); /* CPU: part, nparts */
   LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(s->r.lc), types, (unsigned)n, 0);
   free(types);
   LLVMValueRef fn = LLVMAddFunction(s->r.mod, name, fty);
@@ -455,20 +478,21 @@ static LLVMValueRef make_function(State *s, const char *name) {
   return fn;
 }
 
-/* The CPU entry `void name(void **args, int64_t *vars)` calling the body;
- * false when out of memory. */
+/* The CPU entry `void name(void **args, int64_t *vars, int64_t part,
+ * int64_t nparts)` calling the body (part k of n of its parallel RANGE;
+ * 0 of 1 runs it all); false when out of memory. */
 static bool make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
   LLVMContextRef lc = s->r.lc;
   LLVMBuilderRef B = s->r.b;
   LLVMTypeRef ptr = LLVMPointerTypeInContext(lc, 0), i64 = LLVMInt64TypeInContext(lc);
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(lc), (LLVMTypeRef[]){ptr, ptr}, 2, 0);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(lc), (LLVMTypeRef[]){ptr, ptr, i64, i64}, 4, 0);
   LLVMValueRef fn = LLVMAddFunction(s->r.mod, name, fty);
   add_attr(s, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
   add_string_attr(s, fn, "target-cpu", s->r.t->cpu);
   add_string_attr(s, fn, "target-features", s->r.t->features);
   LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(lc, fn, "entry"));
   size_t np = s->sig->nparams, nv = s->sig->nvars;
-  LLVMValueRef *args = malloc((np + nv + 1) * sizeof *args);
+  LLVMValueRef *args = malloc((np + nv + 2) * sizeof *args);
   if (!args) return false;
   for (size_t i = 0; i < np; i++) {
     const KernelParam *p = &s->sig->params[i];
@@ -482,7 +506,8 @@ static bool make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
     LLVMTypeRef t = render_type(&s->r, s->sig->vars[i].dtype);
     args[np + i] = dt_bits(s->sig->vars[i].dtype) < 64 ? LLVMBuildTrunc(B, v, t, "") : v;
   }
-  LLVMBuildCall2(B, LLVMGlobalGetValueType(body), body, args, (unsigned)(np + nv), "");
+  args[np + nv] = LLVMGetParam(fn, 2), args[np + nv + 1] = LLVMGetParam(fn, 3); /* part, nparts */
+  LLVMBuildCall2(B, LLVMGlobalGetValueType(body), body, args, (unsigned)(np + nv + 2), "");
   LLVMBuildRetVoid(B);
   free(args);
   return true;
@@ -561,7 +586,12 @@ static bool render_body(State *s, const UOp *root, const char *name) {
   snprintf(body_name, sizeof body_name, "%s%s", name, s->r.h->kernel_cc ? "" : ".body");
   s->fn = make_function(s, body_name);
   if (!s->fn) return ctx_set_error(s->r.ctx, "render: out of memory"), false;
-  for (size_t i = 0; i < s->sig->nparams + s->sig->nvars; i++) s->params[i] = LLVMGetParam(s->fn, (unsigned)i);
+  size_t n = s->sig->nparams + s->sig->nvars;
+  for (size_t i = 0; i < n; i++) s->params[i] = LLVMGetParam(s->fn, (unsigned)i);
+  if (!s->r.h->kernel_cc) {
+    s->part = LLVMGetParam(s->fn, (unsigned)n), s->nparts = LLVMGetParam(s->fn, (unsigned)n + 1);
+    s->parallel = kernel_parallel_range(root);
+  }
   LLVMPositionBuilderAtEnd(s->r.b, LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "entry"));
   if (!emit_allocs(s, root) || !emit_effects(s, root)) return false;
   LLVMBuildRetVoid(s->r.b);

@@ -135,3 +135,10 @@ long kernel_sig_var(const KernelSig *sig, const char *name) {
     if (strcmp(sig->vars[i].name, name) == 0) return (long)i;
   return -1;
 }
+
+const UOp *kernel_parallel_range(const UOp *root) {
+  const UOp *end = root->op == UJ_OP_SINK && root->nsrc == 1 ? root->src[0] : root;
+  if (end->op != UJ_OP_END) return NULL;
+  const UOp *r = end->src[0];
+  return r->op == UJ_OP_RANGE && range_kind(r) == AXIS_GLOBAL ? r : NULL;
+}

@@ -28,12 +28,18 @@ typedef struct KernelSig {
   size_t nparams;
   KernelVar *vars; /* sorted by name */
   size_t nvars;
+  bool parallel; /* CPU: the body runs in parts (kernel_parallel_range) */
 } KernelSig;
 
 enum { KERNEL_MAX_PARAMS = 4096 };
 
 bool kernel_sig_build(Ctx *ctx, const UOp *root, KernelSig *out);
 void kernel_sig_free(KernelSig *sig);
+/* The RANGE a CPU kernel splits among threads: the `global` RANGE of
+ * the root's one END (root SINK(END(r, ...)) or END(r, ...)), or NULL.
+ * Part k of n runs r over [k*c, (k+1)*c) with c = ceil(bound / n); an
+ * effect outside that END would run in every part, so there is none. */
+const UOp *kernel_parallel_range(const UOp *root);
 /* The index of var `name` in sig->vars, or -1. */
 long kernel_sig_var(const KernelSig *sig, const char *name);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opt/opt.h"
 #include "schedule/rangeify.h"
 #include "schedule/schedule.h"
 #include "uop/alu.h"
@@ -99,7 +100,8 @@ static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
   ScheduleItem *it = &s->items[s->nitems];
   memset(it, 0, sizeof *it);
   it->kernel = rangeify_kernel(ctx, x, &it->inputs, &it->ninputs);
-  if (!it->kernel) return NULL;
+  if (it->kernel) it->kernel = opt_kernel(ctx, it->kernel); /* shaped for the target (lib/opt) */
+  if (!it->kernel) return free(it->inputs), NULL;
   s->nitems++;
   if (!output) {
     int64_t arg[2] = {(*s->next_id)++, numel(x)};

@@ -1,0 +1,8 @@
+/* opt.c — the optimizer's pass list (opt.h), run in order. */
+#include "opt/opt.h"
+
+const UOp *opt_kernel(Ctx *ctx, const UOp *kernel) {
+  const UOp *k = kernel;
+  k = k ? opt_parallel(ctx, k) : NULL;
+  return k;
+}

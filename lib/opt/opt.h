@@ -1,0 +1,23 @@
+/* opt.h — shaping kernels for their target (lib/opt): transforms of a
+ * kernel's RANGEs chosen by heuristics. The passes, in order:
+ *
+ *   parallel.c  the outermost loop of a big enough kernel becomes a
+ *               `global` range: threads on the CPU (split in parts by the
+ *               renderer and run by the thread pool), the grid on GPUs
+ *
+ * In: a kernel as rangeify makes it (SINK of ENDs of `loop` and `reduce`
+ * RANGEs). Out: the same computation with its ranges re-kinded (later:
+ * split, reordered, upcast). NULL with the error set on failure. */
+#ifndef UJ_OPT_H
+#define UJ_OPT_H
+
+#include "uop/uop.h"
+
+const UOp *opt_kernel(Ctx *ctx, const UOp *kernel);
+
+/* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
+ * than this stays in one thread (a launch on the pool costs microseconds). */
+enum { OPT_PARALLEL_MIN_WORK = 1 << 15 };
+const UOp *opt_parallel(Ctx *ctx, const UOp *kernel);
+
+#endif
