@@ -79,7 +79,7 @@ static void test_choice(void) {
   uj_tensor *big = uj_tensor_rand(s, (int64_t[]){300, 200}, 2, 1), *small = uj_tensor_rand(s, (int64_t[]){10, 20}, 2, 2);
   uj_tensor *sm = uj_tensor_softmax(big, 1);
   char *text = uj_tensor_schedule_text(sm, "uops");
-  CHECK(text && strstr(text, "(RANGE:int32 global 0 (CONST:int32 300))"), "softmax's rows are split:\n%s", text ? text : "");
+  CHECK(text && strstr(text, "(RANGE:int64 global 0 (CONST:int64 300))"), "softmax's rows are split:\n%s", text ? text : "");
   free(text);
   text = uj_tensor_schedule_text(uj_tensor_unary(UJ_UN_EXP, small), "uops");
   CHECK(text && !strstr(text, "global"), "a 200-element kernel stays serial:\n%s", text ? text : "");

@@ -112,7 +112,7 @@ static const UOp *chain(Gen *g) {
 static bool check_chain(Ctx *ctx, const UOp *x, float *b0, float *b1, int i) {
   const UOp **bufs = NULL;
   size_t nbufs = 0;
-  const UOp *k = rangeify_kernel(ctx, x, &bufs, &nbufs);
+  const UOp *k = rangeify_kernel(ctx, x, 32, &bufs, &nbufs);
   CHECK(k != NULL, "chain %d: rangeify: %s", i, uj_error(ctx));
   TensorBinding tb[2];
   for (size_t b = 0; b < nbufs; b++)
@@ -172,7 +172,7 @@ static void test_transpose_index(void) {
   const UOp *t = uj_parse(ctx, "(PERMUTE 1 0 (RESHAPE 4 8 (BUFFER:float32* 0 32 CPU)))", "t");
   const UOp **bufs = NULL;
   size_t n = 0;
-  const UOp *k = t ? rangeify_kernel(ctx, t, &bufs, &n) : NULL;
+  const UOp *k = t ? rangeify_kernel(ctx, t, 32, &bufs, &n) : NULL;
   char *text = k ? text_print(ctx, k) : NULL;
   CHECK(text && !strstr(text, "IDIV") && !strstr(text, "MOD") && n == 1,
         "transpose: %s", text ? text : uj_error(ctx));
@@ -180,7 +180,7 @@ static void test_transpose_index(void) {
   free(bufs);
   /* axes of size 1 need no loop, and a reduction over them no REDUCE */
   t = uj_parse(ctx, "(REDUCE MAX 0 (RESHAPE 1 8 (BUFFER:float32* 0 8 CPU)))", "t");
-  k = t ? rangeify_kernel(ctx, t, &bufs, &n) : NULL;
+  k = t ? rangeify_kernel(ctx, t, 32, &bufs, &n) : NULL;
   text = k ? text_print(ctx, k) : NULL;
   CHECK(text && !strstr(text, "REDUCE") && !strstr(text, "(CONST:int32 1))"), "size-1 axes: %s",
         text ? text : uj_error(ctx));

@@ -69,7 +69,7 @@ static void test_simple_indices(uj_session *s) {
   uj_tensor *p = uj_tensor_permute(a, (int[]){2, 0, 1}, 3);
   CHECK(!has_divmod(s, p), "permute: no division");
   char *text = uj_tensor_schedule_text(uj_tensor_transpose(rnd(s, 64, 32, 22), 0, 1), "uops");
-  CHECK(text && strstr(text, "(LOAD:float32 (INDEX:float32* (PARAM:float32* 1) (ADD:int32 (MUL:int32 %1 (CONST:int32 32)) %0)))"),
+  CHECK(text && strstr(text, "(LOAD:float32 (INDEX:float32* (PARAM:float32* 1) (ADD:int64 %0 (MUL:int64 %1 (CONST:int64 32)))))"),
         "transpose reads a[j*32 + i]: %s", text ? text : "");
   free(text);
   uj_tensor *fl = uj_tensor_flip(uj_tensor_shrink(uj_tensor_pad(a, (int64_t[]){1, 1, 0, 2, 3, 0}, 3), (int64_t[]){1, 5, 0, 8, 2, 11}, 3),

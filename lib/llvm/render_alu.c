@@ -233,6 +233,39 @@ static LLVMValueRef alu_arith(const Renderer *r, Op op, DType d, LLVMValueRef a,
   }
 }
 
+/* The exact range of an integer ADD, SUB or MUL of bounded sources, or
+ * false (too wide for 128 bits cannot happen: sources are int64). */
+static bool exact_range(const UOp *u, __int128 *lo, __int128 *hi) {
+  const UOp *a = u->src[0], *b = u->src[1];
+  if (!a->bounded || !b->bounded) return false;
+  __int128 al = a->vmin, ah = a->vmax, bl = b->vmin, bh = b->vmax;
+  switch (u->op) {
+  case UJ_OP_ADD: *lo = al + bl, *hi = ah + bh; return true;
+  case UJ_OP_SUB: *lo = al - bh, *hi = ah - bl; return true;
+  case UJ_OP_MUL: {
+    __int128 p[4] = {al * bl, al * bh, ah * bl, ah * bh};
+    *lo = *hi = p[0];
+    for (int i = 1; i < 4; i++) *lo = p[i] < *lo ? p[i] : *lo, *hi = p[i] > *hi ? p[i] : *hi;
+    return true;
+  }
+  default: return false;
+  }
+}
+
+/* nsw / nuw on an integer ADD, SUB or MUL whose sources' bounds show it
+ * cannot wrap: a promise that holds, which lets LLVM see that lane i + 1
+ * of an index is the next element (contiguous vector loads, not gathers). */
+static void no_wrap_flags(const UOp *u, LLVMValueRef v) {
+  __int128 lo, hi;
+  if (!LLVMIsAInstruction(v) || !dt_is_int(u->dtype) || u->dtype.lanes != 1 || !exact_range(u, &lo, &hi)) return;
+  unsigned bits = dt_bits(u->dtype);
+  bool sign = dt_is_signed(u->dtype);
+  __int128 smin = -((__int128)1 << (bits - 1)), smax = ((__int128)1 << (bits - 1)) - 1, umax = ((__int128)1 << bits) - 1;
+  bool operands_nonneg = u->src[0]->vmin >= 0 && u->src[1]->vmin >= 0;
+  if (sign && lo >= smin && hi <= smax) LLVMSetNSW(v, 1);
+  if (lo >= 0 && hi <= (sign ? smax : umax) && (!sign || operands_nonneg)) LLVMSetNUW(v, 1);
+}
+
 LLVMValueRef render_alu(const Renderer *r, const UOp *u, LLVMValueRef *s) {
   DType d = u->dtype;
   switch (u->op) {
@@ -258,6 +291,7 @@ LLVMValueRef render_alu(const Renderer *r, const UOp *u, LLVMValueRef *s) {
   }
   LLVMValueRef v = u->nsrc == 2 ? alu_arith(r, (Op)u->op, d, s[0], s[1]) : NULL;
   if (!v) ctx_set_error(r->ctx, "render: %s is not an ALU op the renderer knows", op_table[u->op].name);
+  else no_wrap_flags(u, v);
   return v;
 }
 

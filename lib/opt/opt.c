@@ -3,6 +3,7 @@
 
 const UOp *opt_kernel(Ctx *ctx, const UOp *kernel) {
   const UOp *k = kernel;
+  k = k ? opt_upcast(ctx, k) : NULL;
   k = k ? opt_parallel(ctx, k) : NULL;
   return k;
 }

@@ -1,6 +1,9 @@
 /* opt.h — shaping kernels for their target (lib/opt): transforms of a
  * kernel's RANGEs chosen by heuristics. The passes, in order:
  *
+ *   upcast.c    the innermost output loop of a reducing kernel is split
+ *               into U lanes, its REDUCEs into one vector REDUCE each
+ *               (register blocking: a GEMM computes U outputs per pass)
  *   parallel.c  the outermost loop of a big enough kernel becomes a
  *               `global` range: threads on the CPU (split in parts by the
  *               renderer and run by the thread pool), the grid on GPUs
@@ -14,6 +17,8 @@
 #include "uop/uop.h"
 
 const UOp *opt_kernel(Ctx *ctx, const UOp *kernel);
+
+const UOp *opt_upcast(Ctx *ctx, const UOp *kernel);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
  * than this stays in one thread (a launch on the pool costs microseconds). */

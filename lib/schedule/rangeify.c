@@ -200,7 +200,7 @@ static const Rule rangeify_rules[] = {
 };
 
 /* The BUFFERs under t, in id order: the PARAM slots 1, 2, ... */
-static bool collect_buffers(Ctx *ctx, const UOp *t, Rangeify *st) {
+static bool collect_buffers(Ctx *ctx, const UOp *t, unsigned index_bits, Rangeify *st) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, t, &nodes);
   st->buffers = malloc((n + 1) * sizeof *st->buffers);
@@ -211,17 +211,17 @@ static bool collect_buffers(Ctx *ctx, const UOp *t, Rangeify *st) {
     if (count > most) most = count;
     if (nodes[i]->op == UJ_OP_BUFFER) st->buffers[st->nbuffers++] = nodes[i];
   }
-  st->index = dt_scalar(most < INT32_MAX ? UJ_INT32 : UJ_INT64);
+  st->index = dt_scalar(most < INT32_MAX && index_bits < 64 ? UJ_INT32 : UJ_INT64);
   free(nodes);
   if (!st->buffers) ctx_set_error(ctx, "rangeify: out of memory");
   return n > 0 && st->buffers != NULL;
 }
 
-const UOp *rangeify_kernel(Ctx *ctx, const UOp *t, const UOp ***buffers, size_t *nbuffers) {
+const UOp *rangeify_kernel(Ctx *ctx, const UOp *t, unsigned index_bits, const UOp ***buffers, size_t *nbuffers) {
   Rangeify st = {0};
   *buffers = NULL, *nbuffers = 0;
   if (dt_is_ptr(t->dtype) || dt_is_void(t->dtype)) return ctx_set_error(ctx, "rangeify: the root is not a tensor"), NULL;
-  if (!collect_buffers(ctx, t, &st)) return NULL;
+  if (!collect_buffers(ctx, t, index_bits, &st)) return NULL;
   const UOp *r[MAX_AXES];
   for (unsigned k = 0; k < t->ndim; k++) { /* an axis of size 1 needs no loop */
     const UOp *bound = k_int(ctx, &st, t->shape[k]);

@@ -88,6 +88,11 @@ static const UOp *view_of(Ctx *ctx, const UOp *buffer, const UOp *like) {
   return uop_new(ctx, UJ_OP_RESHAPE, like->dtype, &buffer, 1, (Arg){NULL, like->shape, like->ndim});
 }
 
+/* The narrowest index a device's kernels use: 64 bits on the CPU (free
+ * there, and lanes of an index are then visibly adjacent), 32 on GPUs
+ * (registers) when the tensors fit. */
+static unsigned index_bits(const char *device) { return strcmp(device, "CPU") == 0 ? 64 : 32; }
+
 /* A new item: x's kernel, writing `output` (NULL: a new BUFFER). */
 static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
   Ctx *ctx = s->ctx;
@@ -99,7 +104,7 @@ static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
   }
   ScheduleItem *it = &s->items[s->nitems];
   memset(it, 0, sizeof *it);
-  it->kernel = rangeify_kernel(ctx, x, &it->inputs, &it->ninputs);
+  it->kernel = rangeify_kernel(ctx, x, index_bits(s->device), &it->inputs, &it->ninputs);
   if (it->kernel) it->kernel = opt_kernel(ctx, it->kernel); /* shaped for the target (lib/opt) */
   if (!it->kernel) return free(it->inputs), NULL;
   s->nitems++;

@@ -1,0 +1,122 @@
+/* test_opt.c — the optimizer's register blocking (lib/opt/upcast.c) and
+ * the renderer's no-wrap flags: an upcast kernel computes exactly what the
+ * kernel before it computed (the evaluator on the original, the JIT on the
+ * upcast one, bit for bit; the evaluator on both), its inner loop is
+ * vector loads, multiplies and adds; kernels it must not touch are left
+ * alone; index arithmetic whose bounds cannot wrap gets nsw/nuw, a sum of
+ * loaded values does not. */
+#include <stdlib.h>
+
+#include "jit_util.h"
+#include "opt/opt.h"
+
+static const char *gemm(const char *t, const char *value, int64_t n) {
+  static char buf[2048];
+  snprintf(buf, sizeof buf,
+           "%%i = (RANGE loop 0 (CONST:int64 16))\n%%j = (RANGE loop 1 (CONST:int64 %lld))\n%%k = (RANGE reduce 2 (CONST:int64 24))\n"
+           "%%a = (LOAD (INDEX (PARAM:%s* 1) (ADD (MUL %%i (CONST:int64 24)) %%k)))\n"
+           "%%b = (LOAD (INDEX (PARAM:%s* 2) (ADD (MUL %%k (CONST:int64 %lld)) %%j)))\n"
+           "%%c = (LOAD (INDEX (PARAM:%s* 3) %%j))\n%%q = (RANGE reduce 3 (CONST:int64 24))\n"
+           "%%mm = (REDUCE ADD (MUL %%a %%b) %%k)\n"
+           "(SINK (END %%i (END %%j (STORE (INDEX (PARAM:%s* 0) (ADD (MUL %%i (CONST:int64 %lld)) %%j)) %s))))",
+           (long long)n, t, t, (long long)n, t, t, (long long)n, value);
+  return buf;
+}
+
+/* Fills slot memory with small values of dtype d (exact products). */
+static unsigned char *fill(DType d, size_t count, int seed) {
+  size_t size = elem_bytes(d);
+  unsigned char *p = calloc(count + 1, size);
+  for (size_t i = 0; i < count; i++) {
+    double v = (double)((int)((i * 7 + (size_t)seed * 13) % 11) - 5) * (dt_is_float(d) ? 0.375 : 1);
+    uint64_t w = dt_is_float(d) ? word_from_double((uj_scalar)d.scalar, v) : word_from_int((uj_scalar)d.scalar, (int64_t)v);
+    mem_write(p + i * size, d, &w);
+  }
+  return p;
+}
+
+static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, bool expect_lanes, const char *what) {
+  DType d;
+  dtype_parse(t, strlen(t), &d);
+  const UOp *k = uj_parse(ctx, gemm(t, value, n), what);
+  CHECK(k != NULL, "%s: %s", what, uj_error(ctx));
+  if (!k) return;
+  const UOp *up = opt_upcast(ctx, k);
+  char vec[32];
+  snprintf(vec, sizeof vec, "REDUCE:%sx%u", t, 32 / (unsigned)elem_bytes(d));
+  char *text = up ? uj_print(ctx, up) : NULL;
+  CHECK(text && (strstr(text, vec) != NULL) == expect_lanes, "%s: %s a %s:\n%s", what, expect_lanes ? "wants" : "must not get", vec,
+        text ? text : uj_error(ctx));
+  free(text);
+  if (!up) return;
+  JitBuffers b = {4, {d, d, d, d}, {16 * (size_t)n, 16 * 24, 24 * (size_t)n, (size_t)n},
+                  {fill(d, 16 * (size_t)n, 0), fill(d, 16 * 24, 1), fill(d, 24 * (size_t)n, 2), fill(d, (size_t)n, 3)}};
+  jit_vs_eval(ctx, up, &b, NULL, NULL, 0, 0, what); /* the JIT on the upcast kernel, the evaluator on it */
+  size_t bytes = 16 * (size_t)n * elem_bytes(d);
+  unsigned char *want = malloc(bytes), *got = malloc(bytes);
+  memcpy(want, b.init[0], bytes), memcpy(got, b.init[0], bytes);
+  Eval *ev = eval_new(ctx);
+  eval_bind_param(ev, 0, want, bytes);
+  for (int s = 1; s < 4; s++) eval_bind_param(ev, s, b.init[s], b.count[s] * elem_bytes(d));
+  CHECK(eval_run(ev, k), "%s: %s", what, uj_error(ctx));
+  eval_free(ev);
+  ev = eval_new(ctx);
+  eval_bind_param(ev, 0, got, bytes);
+  for (int s = 1; s < 4; s++) eval_bind_param(ev, s, b.init[s], b.count[s] * elem_bytes(d));
+  CHECK(eval_run(ev, up), "%s: %s", what, uj_error(ctx));
+  eval_free(ev);
+  CHECK(!memcmp(want, got, bytes), "%s: the upcast kernel computes what the original did, bit for bit", what);
+  free(want), free(got);
+  for (int s = 0; s < 4; s++) free(b.init[s]);
+}
+
+static void test_upcast(Ctx *ctx) {
+  check_upcast(ctx, "float32", "%mm", 32, true, "gemm");
+  check_upcast(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 32, true, "gemm + bias, relu");
+  check_upcast(ctx, "float32", "(ADD %mm (REDUCE ADD (MUL %a %c) %k))", 16, true, "two reduces, one over the lanes");
+  check_upcast(ctx, "float64", "%mm", 8, true, "float64: 4 lanes");
+  check_upcast(ctx, "int32", "%mm", 24, true, "int32");
+  check_upcast(ctx, "float32", "%mm", 30, false, "30 columns: 8 does not divide");
+  check_upcast(ctx, "float32", "(ADD %c %c)", 32, false, "no reduce: LLVM vectorizes the loop itself");
+  check_upcast(ctx, "float32", "(REDUCE ADD (MUL %a (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %q (CONST:int64 32)) %j))) %q)) %k)", 32, false, "a reduce nesting one over the lanes");
+}
+
+/* The inner loop of a 1024x1024 GEMM kernel, upcast: vector loads,
+ * multiplies and adds of 8 floats. */
+static void test_gemm_ir(Ctx *ctx) {
+  const char *text =
+      "%i = (RANGE global 0 (CONST:int64 1024))\n%j = (RANGE loop 1 (CONST:int64 1024))\n%k = (RANGE reduce 2 (CONST:int64 1024))\n"
+      "(SINK (END %i (END %j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %i (CONST:int64 1024)) %j))\n"
+      " (REDUCE ADD (MUL (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int64 1024)) %k)))\n"
+      "                  (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int64 1024)) %j)))) %k)))))";
+  const UOp *k = uj_parse(ctx, text, "gemm1024");
+  const UOp *up = k ? opt_kernel(ctx, k) : NULL;
+  char *ir = up ? uj_emit(ctx, up, UJ_EMIT_IR_OPT, NULL, NULL) : NULL;
+  CHECK(ir && strstr(ir, "load <8 x float>") && strstr(ir, "fmul <8 x float>") && strstr(ir, "fadd <8 x float>") &&
+            !strstr(ir, "gather"),
+        "1024x1024 GEMM: vector loads, multiplies, adds:\n%s", ir ? ir : uj_error(ctx));
+  free(ir);
+}
+
+static void test_no_wrap(Ctx *ctx) {
+  const UOp *k = uj_parse(ctx,
+                          "%i = (RANGE loop 0 (CONST:int32 100))\n"
+                          "(SINK (END %i (STORE (INDEX (PARAM:int32* 0) (ADD (MUL %i (CONST:int32 3)) (CONST:int32 2)))\n"
+                          "  (ADD (LOAD (INDEX (PARAM:int32* 1) %i)) (LOAD (INDEX (PARAM:int32* 2) %i))))))",
+                          "nsw");
+  char *ir = k ? uj_emit(ctx, k, UJ_EMIT_IR, NULL, NULL) : NULL;
+  CHECK(ir && strstr(ir, "mul nuw nsw i32") && strstr(ir, "add nuw nsw i32"), "bounded index arithmetic: nuw nsw:\n%s",
+        ir ? ir : uj_error(ctx));
+  const char *sum = ir ? strstr(ir, "load i32") : NULL;
+  CHECK(sum && strstr(sum, "= add i32 "), "a sum of loaded values may wrap: no flags:\n%s", ir ? ir : "");
+  free(ir);
+}
+
+int main(void) {
+  Ctx *ctx = uj_ctx_new();
+  test_upcast(ctx);
+  test_gemm_ir(ctx);
+  test_no_wrap(ctx);
+  uj_ctx_free(ctx);
+  return check_report("test_opt");
+}
