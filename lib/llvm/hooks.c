@@ -6,7 +6,7 @@
 const TargetHooks target_hooks[TARGET_COUNT] = {
   [TARGET_CPU] = {
     .global_space = 0, .local_space = 0, .kernel_cc = 0, .grid = false,
-    .libm_scalars = TARGET_ALL_FLOATS, /* libm (float16/bfloat16 through float32, as the evaluator) */
+    .libm_scalars = 1u << UJ_FLOAT64, /* libm for float64; float32 and 16-bit floats as polynomials (vectorized) */
     .stack_bytes = 1ul << 20, /* kernels run on the caller's thread: 1 MiB of its stack */
   },
   [TARGET_NVPTX] = {
