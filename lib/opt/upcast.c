@@ -20,7 +20,7 @@
 #include "rewrite/rewrite.h"
 #include "uop/alu.h"
 
-enum { UPCAST_MAX_LANES = 16, UPCAST_BYTES = 32 };
+enum { UPCAST_COLUMN_LANES = 16, UPCAST_ROWS = 4, UPCAST_MAX_LANES = UPCAST_COLUMN_LANES * UPCAST_ROWS, UPCAST_BYTES = 32 };
 
 /* Whether x's graph contains node. */
 static bool contains(Ctx *ctx, const UOp *x, const UOp *node) {
@@ -32,10 +32,19 @@ static bool contains(Ctx *ctx, const UOp *x, const UOp *node) {
   return found;
 }
 
+/* An axis being upcast: its range, the outer range that replaces it, and
+ * how many lanes each outer step covers. */
+typedef struct Axis {
+  const UOp *range, *outer;
+  unsigned lanes;
+} Axis;
+
 typedef struct Lane {
   Ctx *ctx;
-  const UOp *range, *at;  /* the range, and what it is in this lane */
-  const UOp **reduces;    /* REDUCEs over the range ... */
+  const Axis *axes;       /* the column axis, then the row axis if any */
+  unsigned naxes;
+  const UOp *at[2];       /* what each axis's range is in this lane */
+  const UOp **reduces;    /* REDUCEs over the columns ... */
   const UOp **vectors;    /* ... and their vector REDUCEs */
   size_t nreduces;
   unsigned lane;
@@ -43,7 +52,8 @@ typedef struct Lane {
 
 static const UOp *lane_of(void *user, const UOp *u, const UOp *rebuilt) {
   const Lane *l = user;
-  if (u == l->range) return l->at;
+  for (unsigned a = 0; a < l->naxes; a++)
+    if (u == l->axes[a].range) return l->at[a];
   for (size_t i = 0; i < l->nreduces; i++)
     if (u == l->reduces[i]) {
       int64_t lane = l->lane;
@@ -52,11 +62,17 @@ static const UOp *lane_of(void *user, const UOp *u, const UOp *rebuilt) {
   return rebuilt;
 }
 
-/* x with the range replaced by c'U + lane (reduces: none to swap). */
-static const UOp *in_lane(Lane *l, const UOp *x, unsigned lane, const UOp *outer, unsigned lanes) {
-  const UOp *k = uop_const_int(l->ctx, outer->dtype, lanes), *u = uop_const_int(l->ctx, outer->dtype, lane);
-  l->at = uop_binary(l->ctx, UJ_OP_ADD, uop_binary(l->ctx, UJ_OP_MUL, outer, k), u);
-  l->lane = lane;
+/* x in lane u (u = row lane * column lanes + column lane): each axis's
+ * range replaced by outer * lanes + its lane. */
+static const UOp *in_lane(Lane *l, const UOp *x, unsigned u) {
+  unsigned rest = u;
+  for (unsigned a = 0; a < l->naxes; a++) {
+    const Axis *ax = &l->axes[a];
+    const UOp *k = uop_const_int(l->ctx, ax->outer->dtype, ax->lanes), *v = uop_const_int(l->ctx, ax->outer->dtype, rest % ax->lanes);
+    l->at[a] = uop_binary(l->ctx, UJ_OP_ADD, uop_binary(l->ctx, UJ_OP_MUL, ax->outer, k), v);
+    rest /= ax->lanes;
+  }
+  l->lane = u;
   return graph_substitute(l->ctx, x, lane_of, l);
 }
 
@@ -88,42 +104,110 @@ static const UOp *innermost_end(const UOp *kernel) {
   return ok ? e : NULL;
 }
 
+/* VECTORIZE(op(a0, b0), .., op(an, bn)) -> op(VECTORIZE(a..), VECTORIZE(b..)):
+ * lanes of one ALU op become one vector op, down to the loads, so a lane
+ * pattern such as (a[r] * b[c] for r < 4, c < 8) reaches LLVM as four
+ * scalars and eight adjacent loads, not 32 separate products. */
+static const UOp *rw_vector_op(Rewriter *rw, const UOp *root, const Binds *m) {
+  const UOp *first = root->src[0];
+  Op op = (Op)first->op;
+  if (!op_has(op, OPF_ALU) || first->dtype.lanes != 1 || root->nsrc > UPCAST_MAX_LANES) return NULL;
+  for (uint32_t i = 1; i < root->nsrc; i++)
+    if (root->src[i]->op != op || !dt_eq(root->src[i]->dtype, first->dtype) || root->src[i]->nsrc != first->nsrc) return NULL;
+  const UOp *lanes[UPCAST_MAX_LANES], *vec[3];
+  for (uint32_t k = 0; k < first->nsrc; k++) {
+    for (uint32_t i = 0; i < root->nsrc; i++) lanes[i] = root->src[i]->src[k];
+    DType d = uj_dtype_vec((uj_scalar)first->src[k]->dtype.scalar, root->nsrc);
+    if (dt_is_ptr(first->src[k]->dtype)) return NULL;
+    vec[k] = uop_new(rw->ctx, UJ_OP_VECTORIZE, d, lanes, root->nsrc, arg_none());
+  }
+  return uop_new(rw->ctx, op, root->dtype, vec, first->nsrc, (Arg){first->name, first->ints, first->nints});
+}
+
+static const Rule vector_rules[] = {
+  {"(VECTORIZE ...)", rw_vector_op}, // VECTORIZE(op(a_i, b_i)) -> op(VECTORIZE(a), VECTORIZE(b))
+};
+
 static const UOp *replace_end(void *user, const UOp *u, const UOp *rebuilt) {
   const UOp *const *swap = user;
   return u == swap[0] ? swap[1] : rebuilt;
 }
 
+/* The range of END e, if it can be upcast by `lanes`: a constant bound
+ * that lanes divides. */
+static const UOp *splittable(const UOp *e, unsigned lanes) {
+  const UOp *r = e->src[0], *b = r->src[0];
+  bool ok = r->op == UJ_OP_RANGE && b->op == UJ_OP_CONST && b->bounded && b->vmin >= lanes && b->vmin % lanes == 0;
+  return ok ? r : NULL;
+}
+
+static Axis axis_of(Ctx *ctx, const UOp *r, unsigned lanes) {
+  const UOp *b = uop_const_int(ctx, r->dtype, r->src[0]->vmin / lanes);
+  return (Axis){r, uop_new(ctx, UJ_OP_RANGE, r->dtype, &b, 1, (Arg){r->name, r->ints, r->nints}), lanes};
+}
+
+/* The END around end in a one-nest kernel (whose one effect is end). */
+static const UOp *enclosing_end(const UOp *kernel, const UOp *end) {
+  const UOp *e = kernel->src[0];
+  while (e->op == UJ_OP_END && e->nsrc == 2 && e->src[1] != end) e = e->src[1];
+  return e->op == UJ_OP_END && e->nsrc == 2 && e->src[1] == end ? e : NULL;
+}
+
+/* Whether a gated load is under x (padding: each lane branches). */
+static bool has_gated_load(Ctx *ctx, const UOp *x) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, x, &nodes);
+  bool gated = false;
+  for (size_t i = 0; i < n && !gated; i++) gated = nodes[i]->op == UJ_OP_INDEX && nodes[i]->nsrc == 3;
+  free(nodes);
+  return gated;
+}
+
+/* Whether blocking rows pays: every REDUCE reads something that varies
+ * along them, and none loads through a gate (whose lanes LLVM keeps as
+ * branches: 32 of them per step cost more than the loads they share). */
+static bool rows_pay(Ctx *ctx, const UOp *const *reduces, size_t n, const UOp *range) {
+  for (size_t i = 0; i < n; i++)
+    if (!contains(ctx, reduces[i]->src[0], range) || has_gated_load(ctx, reduces[i]->src[0])) return false;
+  return true;
+}
+
 const UOp *opt_upcast(Ctx *ctx, const UOp *kernel) {
   const UOp *end = innermost_end(kernel);
-  const UOp *r = end ? end->src[0] : NULL, *store = end ? end->src[1] : NULL;
-  const UOp *bound = r ? r->src[0] : NULL;
-  if (!r || r->op != UJ_OP_RANGE || bound->op != UJ_OP_CONST || !bound->bounded) return kernel;
-  DType d = store->src[1]->dtype;
-  unsigned lanes = (unsigned)(UPCAST_BYTES / (elem_bytes(d) ? elem_bytes(d) : 1));
-  if (lanes < 2 || lanes > UPCAST_MAX_LANES || bound->vmin < lanes || bound->vmin % lanes) return kernel;
+  const UOp *store = end ? end->src[1] : NULL;
+  DType d = store ? store->src[1]->dtype : dt_scalar(UJ_VOID);
+  unsigned lanes = end ? (unsigned)(UPCAST_BYTES / (elem_bytes(d) ? elem_bytes(d) : 1)) : 0;
+  const UOp *r = lanes >= 2 && lanes <= UPCAST_COLUMN_LANES ? splittable(end, lanes) : NULL;
   const UOp *reduces[UPCAST_MAX_LANES], *vectors[UPCAST_MAX_LANES];
   size_t nreduces;
-  if (!find_reduces(ctx, store->src[1], r, reduces, &nreduces, UPCAST_MAX_LANES) || nreduces == 0) return kernel;
-  const UOp *outer_bound = uop_const_int(ctx, r->dtype, bound->vmin / lanes);
-  const UOp *outer = uop_new(ctx, UJ_OP_RANGE, r->dtype, &outer_bound, 1, (Arg){r->name, r->ints, r->nints});
-  Lane l = {ctx, r, NULL, NULL, NULL, 0, 0};
+  if (!r || !find_reduces(ctx, store->src[1], r, reduces, &nreduces, UPCAST_MAX_LANES) || nreduces == 0) return kernel;
+  Axis axes[2] = {axis_of(ctx, r, lanes)};
+  unsigned naxes = 1, total = lanes;
+  const UOp *outer_end = enclosing_end(kernel, end), *rows = outer_end ? splittable(outer_end, UPCAST_ROWS) : NULL;
+  if (rows && rows_pay(ctx, reduces, nreduces, rows)) /* rows too: each column vector load serves them all */
+    axes[naxes++] = axis_of(ctx, rows, UPCAST_ROWS), total *= UPCAST_ROWS;
+  Lane l = {ctx, axes, naxes, {NULL, NULL}, NULL, NULL, 0, 0};
   for (size_t i = 0; i < nreduces; i++) { /* REDUCE(VECTORIZE(x in each lane), k...) */
     const UOp *x[UPCAST_MAX_LANES], *src[256];
-    for (unsigned u = 0; u < lanes; u++) x[u] = in_lane(&l, reduces[i]->src[0], u, outer, lanes);
-    for (unsigned u = 0; u < lanes; u++)
-      if (!x[u]) return NULL;
-    src[0] = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec((uj_scalar)d.scalar, lanes), x, lanes, arg_none());
     if (reduces[i]->nsrc > 256) return kernel;
+    for (unsigned u = 0; u < total; u++)
+      if (!(x[u] = in_lane(&l, reduces[i]->src[0], u))) return NULL;
+    src[0] = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec((uj_scalar)d.scalar, total), x, total, arg_none());
+    RuleSet *rs = ruleset_new(ctx, vector_rules, sizeof vector_rules / sizeof *vector_rules);
+    src[0] = rs ? graph_rewrite(ctx, src[0], rs, NULL) : NULL;
+    ruleset_free(rs);
+    if (!src[0]) return NULL;
     for (uint32_t k = 1; k < reduces[i]->nsrc; k++) src[k] = reduces[i]->src[k];
-    DType vd = uj_dtype_vec((uj_scalar)reduces[i]->dtype.scalar, lanes);
+    DType vd = uj_dtype_vec((uj_scalar)reduces[i]->dtype.scalar, total);
     vectors[i] = uop_new(ctx, UJ_OP_REDUCE, vd, src, reduces[i]->nsrc, (Arg){reduces[i]->name, NULL, 0});
   }
   l.reduces = reduces, l.vectors = vectors, l.nreduces = nreduces;
   const UOp *effects[1 + UPCAST_MAX_LANES];
-  effects[0] = outer;
-  for (unsigned u = 0; u < lanes; u++) effects[1 + u] = in_lane(&l, store, u, outer, lanes);
-  for (unsigned u = 0; u < lanes; u++)
-    if (!effects[1 + u]) return NULL;
-  const UOp *swap[2] = {end, uop_new(ctx, UJ_OP_END, end->dtype, effects, 1 + lanes, arg_none())};
+  effects[0] = axes[0].outer;
+  for (unsigned u = 0; u < total; u++)
+    if (!(effects[1 + u] = in_lane(&l, store, u))) return NULL;
+  const UOp *inner = uop_new(ctx, UJ_OP_END, end->dtype, effects, 1 + total, arg_none());
+  const UOp *swap[2] = {naxes == 2 ? outer_end : end, inner};
+  if (naxes == 2) swap[1] = uop_new(ctx, UJ_OP_END, end->dtype, (const UOp *[]){axes[1].outer, inner}, 2, arg_none());
   return graph_substitute(ctx, kernel, replace_end, swap);
 }
