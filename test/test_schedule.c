@@ -202,7 +202,12 @@ static void test_assign(void) {
   uj_tensor *sgd = bin(UJ_BIN_SUB, x, uj_tensor_binary_scalar(UJ_BIN_MUL, g, 2, false));
   CHECK(assign_kernels(s, x, sgd) == 1, "x - 2g: one kernel, in place");
   uj_tensor *view = uj_tensor_reshape(x, (int64_t[]){3, 2}, 2);
+  uj_tensor *twice = uj_tensor_binary_scalar(UJ_BIN_MUL, x, 2, false);
+  CHECK(uj_tensor_realize(&twice, 1) == UJ_OK, "%s", uj_session_error(s)); /* x*2 of the old x, remembered */
   CHECK(uj_tensor_assign(x, sgd) == UJ_OK, "%s", uj_session_error(s));
+  CHECK(uj_tensor_to_host(uj_tensor_binary_scalar(UJ_BIN_MUL, x, 2, false), got, sizeof got) == UJ_OK && got[0] == 0 && got[5] == 10,
+        "x*2 built again after the assignment reads the new x: %g %g", got[0], got[5]);
+  CHECK(uj_tensor_to_host(twice, got, sizeof got) == UJ_OK && got[0] == 2, "a tensor realized before keeps its values");
   CHECK(uj_tensor_to_host(x, got, sizeof got) == UJ_OK, "%s", uj_session_error(s));
   for (int i = 0; i < 6; i++) CHECK(got[i] == a[i] - 1, "x[%d] = %g", i, got[i]);
   CHECK(uj_tensor_to_host(view, got, sizeof got) == UJ_OK && got[5] == 5, "a view of x sees the new values");

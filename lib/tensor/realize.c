@@ -43,10 +43,25 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   return ok ? UJ_OK : UJ_ERR_COMPILE;
 }
 
-/* Nodes realized into buffer b no longer have their value there. */
-static void forget_buffer(uj_session *s, const UOp *b) {
-  for (size_t i = 0; i < s->cap_known; i++)
+/* After b was written: forgets every realized node whose value came from
+ * b's old contents (its graph reads b) or was kept in b. Nodes are in
+ * topological id order, so one pass from b's id marks every reader. */
+static bool forget_buffer(uj_session *s, const UOp *b) {
+  Ctx *ctx = s->ctx;
+  size_t n = ctx->nnodes < s->cap_known ? ctx->nnodes : s->cap_known;
+  unsigned char *reads = n > b->id ? calloc(n - b->id, 1) : NULL;
+  if (n > b->id && !reads) return tensor_fail(s, "assign", "out of memory"), false;
+  for (size_t i = b->id; i < n; i++) {
+    const UOp *u = ctx->nodes[i];
+    bool r = u == b;
+    for (uint32_t k = 0; k < u->nsrc && !r; k++) r = u->src[k]->id >= b->id && reads[u->src[k]->id - b->id];
+    reads[i - b->id] = r;
+    if (r || (s->known[i] && s->known[i]->src[0] == b)) s->known[i] = NULL;
+  }
+  for (size_t i = 0; i < b->id && i < s->cap_known; i++)
     if (s->known[i] && s->known[i]->src[0] == b) s->known[i] = NULL;
+  free(reads);
+  return true;
 }
 
 uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {
@@ -63,7 +78,7 @@ uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {
   bool ok = sch && runtime_run(s->device, sch, &s->buffers);
   schedule_free(sch);
   if (!ok) return UJ_ERR_COMPILE;
-  forget_buffer(s, b);
+  if (!forget_buffer(s, b)) return UJ_ERR_NOMEM;
   return tensor_known_set(s, value, view) ? UJ_OK : UJ_ERR_NOMEM;
 }
 
