@@ -721,6 +721,27 @@ static void test_gather(uj_session *s, Rng *r) {
   expect(s, g, SHAPE(2, 3), VALS(0, 0, 1, 0, 1, 1), EXACT, "gather of bools");
 }
 
+/* Float sums of 2^16 or more trailing elements go in two stages (1024
+ * partial sums, then theirs): 2^25 ones add up exactly, as two kernels;
+ * values against double sums; the evaluator on the same graph agrees. */
+static void test_big_sums(uj_session *s, Rng *r) {
+  uj_tensor *ones = uj_tensor_ones(s, UJ_FLOAT32, SHAPE(1 << 25));
+  CHECK(uj_tensor_kernel_count(uj_tensor_reduce(UJ_RED_SUM, ones, NULL, 0, false)) == 2, "partial sums, then their sum");
+  float total = 0;
+  CHECK(uj_tensor_to_host(uj_tensor_reduce(UJ_RED_SUM, ones, NULL, 0, false), &total, sizeof total) == UJ_OK && total == 33554432.0f,
+        "2^25 ones: %.1f", total);
+  enum { ROWS = 3, COLS = 1 << 17 };
+  double *xs = NULL;
+  uj_tensor *x = random_f32(s, r, SHAPE(ROWS, COLS), -1, 1, false, &xs);
+  double *got = values(s, uj_tensor_reduce(UJ_RED_SUM, x, (int[]){1}, 1, false), EXACT, "blocked row sums"); /* and the evaluator */
+  for (int i = 0; got && i < ROWS; i++) {
+    double want = 0;
+    for (int j = 0; j < COLS; j++) want += xs[i * COLS + j];
+    CHECK(fabs(got[i] - want) <= 1e-3, "row %d: %g, want %g", i, got[i], want);
+  }
+  free(xs), free(got);
+}
+
 int main(int argc, char **argv) {
   const char *error = NULL;
   uj_session *s = uj_session_new("CPU", &error);
@@ -743,6 +764,7 @@ int main(int argc, char **argv) {
   test_softmax(s, &r);
   test_cat_stack(s, &r);
   test_gather(s, &r);
+  test_big_sums(s, &r);
   (void)argc, (void)argv;
   uj_session_free(s);
   return check_report("test_tensor_ops");

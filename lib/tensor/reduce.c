@@ -60,13 +60,41 @@ static const UOp *argmax(uj_session *s, const UOp *x, int64_t axis) {
   return best ? node_alu(s, UJ_OP_SUB, node_full(s, best->dtype, (double)len, best->shape, best->ndim), best) : NULL;
 }
 
+enum { SUM_BLOCK = 1024, SUM_BLOCKED_MIN = 1 << 16 };
+
+/* A float sum over many elements, in two stages: C order would add tens
+ * of millions of floats into one accumulator (the total stops growing
+ * at 2^24 ones in float32). Over the trailing axes, count = k * SUM_BLOCK
+ * elements viewed as (k, SUM_BLOCK): first SUM_BLOCK partial sums down
+ * the columns (a kernel of its own, a STAGE: vector accumulators,
+ * contiguous loads, threads), then their sum. Others: one REDUCE. The
+ * order is the graph's, so the evaluator computes the same bits. */
+static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
+  int64_t count = 1;
+  bool trailing = dt_is_float(x->dtype) && n > 0;
+  for (unsigned i = 0; i < n; i++) count *= x->shape[ax[i]], trailing &= ax[i] == x->ndim - n + i;
+  if (!trailing || count < SUM_BLOCKED_MIN || count % SUM_BLOCK || x->ndim - n + 2 > UJ_MAX_DIMS)
+    return node_reduce(s, UJ_OP_ADD, x, ax, n);
+  unsigned lead = x->ndim - n;
+  int64_t shape[UJ_MAX_DIMS];
+  memcpy(shape, x->shape, lead * sizeof *shape);
+  shape[lead] = count / SUM_BLOCK, shape[lead + 1] = SUM_BLOCK;
+  int64_t rows = lead, cols = lead + 1;
+  const UOp *partial = node_reduce(s, UJ_OP_ADD, node_reshape(s, x, shape, lead + 2), &rows, 1);
+  partial = partial ? tensor_node(s, "sum", UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
+  const UOp *total = node_reduce(s, UJ_OP_ADD, partial, &cols, 1);
+  memcpy(shape, x->shape, x->ndim * sizeof *shape);
+  for (unsigned i = 0; i < n; i++) shape[ax[i]] = 1;
+  return node_reshape(s, total, shape, x->ndim);
+}
+
 static const UOp *reduce_node(uj_session *s, uj_reduceop op, const UOp *x, const int64_t *ax, unsigned n) {
   switch (op) {
-  case UJ_RED_SUM: return node_reduce(s, UJ_OP_ADD, dt_is_bool(x->dtype) ? node_cast(s, x, UJ_INT32) : x, ax, n);
+  case UJ_RED_SUM: return sum_node(s, dt_is_bool(x->dtype) ? node_cast(s, x, UJ_INT32) : x, ax, n);
   case UJ_RED_MAX: return reduce_max(s, x, ax, n);
   case UJ_RED_MIN: return reversed(s, reduce_max(s, reversed(s, x), ax, n));
   case UJ_RED_MEAN: {
-    const UOp *f = dt_is_float(x->dtype) ? x : node_cast(s, x, UJ_FLOAT32), *sum = node_reduce(s, UJ_OP_ADD, f, ax, n);
+    const UOp *f = dt_is_float(x->dtype) ? x : node_cast(s, x, UJ_FLOAT32), *sum = sum_node(s, f, ax, n);
     int64_t count = 1;
     for (unsigned i = 0; i < n; i++) count *= x->shape[ax[i]];
     return sum ? node_alu(s, UJ_OP_MUL, sum, node_full(s, sum->dtype, 1.0 / (double)count, sum->shape, sum->ndim)) : NULL;
