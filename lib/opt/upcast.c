@@ -193,10 +193,12 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel) {
     for (unsigned u = 0; u < total; u++)
       if (!(x[u] = in_lane(&l, reduces[i]->src[0], u))) return NULL;
     src[0] = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec((uj_scalar)d.scalar, total), x, total, arg_none());
-    RuleSet *rs = ruleset_new(ctx, vector_rules, sizeof vector_rules / sizeof *vector_rules);
-    src[0] = rs ? graph_rewrite(ctx, src[0], rs, NULL) : NULL;
-    ruleset_free(rs);
-    if (!src[0]) return NULL;
+    if (!has_gated_load(ctx, src[0])) { /* gated lanes stay scalar: LLVM branches around each */
+      RuleSet *rs = ruleset_new(ctx, vector_rules, sizeof vector_rules / sizeof *vector_rules);
+      src[0] = rs ? graph_rewrite(ctx, src[0], rs, NULL) : NULL;
+      ruleset_free(rs);
+      if (!src[0]) return NULL;
+    }
     for (uint32_t k = 1; k < reduces[i]->nsrc; k++) src[k] = reduces[i]->src[k];
     DType vd = uj_dtype_vec((uj_scalar)reduces[i]->dtype.scalar, total);
     vectors[i] = uop_new(ctx, UJ_OP_REDUCE, vd, src, reduces[i]->nsrc, (Arg){reduces[i]->name, NULL, 0});
