@@ -2,26 +2,44 @@
 # run.sh — builds Release in build/, runs the benchmarks and pastes each
 # one's table into README.md between <!-- bench:NAME --> and
 # <!-- /bench:NAME -->:
-#   core  build/bench_core [NODES]    interning and simplification (default 2000000)
-#   jit   build/bench_jit [KERNELS]   JIT latency vs clang in a subprocess (default 100)
+#   core   build/bench_core [NODES]    interning and simplification (default 2000000)
+#   jit    build/bench_jit [KERNELS]   JIT latency vs clang in a subprocess (default 100)
+#   peers  build/bench_peers [OPTIONS] uopjit vs OpenBLAS, PyTorch, NumPy; installs
+#          them first (bench/install_peers.sh: apt-get, sudo when not root)
 #
 # Usage: bench/run.sh            every benchmark, with its defaults
 #        bench/run.sh NAME [ARGS]  one benchmark, ARGS passed to it
+# UJ_BENCH_BUILD names another build folder (default build), UJ_JOBS the
+# build's parallelism (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-benches=(core jit)
+benches=(core jit peers)
 if [ $# -gt 0 ]; then
   case "$1" in
-    core | jit) benches=("$1"); shift ;;
-    *) echo "usage: bench/run.sh [core|jit] [ARGS]" >&2; exit 2 ;;
+    core | jit | peers) benches=("$1"); shift ;;
+    *) echo "usage: bench/run.sh [core|jit|peers] [ARGS]" >&2; exit 2 ;;
   esac
 fi
+build="${UJ_BENCH_BUILD:-build}"
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+# The peers first: CMake links OpenBLAS into bench_peers only if it finds it.
+# A failed install is not fatal: the absent peers' columns say so.
+if [[ " ${benches[*]} " == *" peers "* ]]; then
+  bench/install_peers.sh || echo "bench: some peers could not be installed; their columns will say absent" >&2
+  # OpenBLAS 0.3.21 (Debian 12) does not know newer CPUs and falls back to
+  # its SSE3 (Prescott) kernels: name the widest core the CPU flags allow.
+  if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+    elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell
+    fi
+  fi
+fi
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 targets=()
 for name in "${benches[@]}"; do targets+=("bench_$name"); done
-cmake --build build -j"${UJ_JOBS:-2}" --target "${targets[@]}" >/dev/null
+cmake --build "$build" -j"${UJ_JOBS:-2}" --target "${targets[@]}" >/dev/null
 
 table=$(mktemp)
 trap 'rm -f "$table" "$table.readme"' EXIT
@@ -43,8 +61,10 @@ paste_table() {
 }
 
 for name in "${benches[@]}"; do
-  "build/bench_$name" "$@" >"$table"
-  printf '\n%s, one thread, %s.\n' "${cpu:-unknown CPU}" "$(date -u +%Y-%m-%d)" >>"$table"
+  "$build/bench_$name" "$@" >"$table"
+  if [ "$name" != peers ]; then # bench_peers writes its own machine line
+    printf '\n%s, one thread, %s.\n' "${cpu:-unknown CPU}" "$(date -u +%Y-%m-%d)" >>"$table"
+  fi
   cat "$table"
   paste_table "$name"
   echo "bench: README.md updated ($name)"
