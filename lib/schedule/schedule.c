@@ -16,6 +16,7 @@
 #include "schedule/rangeify.h"
 #include "schedule/schedule.h"
 #include "uop/alu.h"
+#include "uop/movement.h"
 
 typedef struct Scheduler {
   Ctx *ctx;
@@ -26,12 +27,6 @@ typedef struct Scheduler {
   ScheduleItem *items;
   size_t nitems, cap;
 } Scheduler;
-
-static int64_t numel(const UOp *t) {
-  int64_t n = 1;
-  for (unsigned k = 0; k < t->ndim; k++) n *= t->shape[k];
-  return n;
-}
 
 const UOp *schedule_view_buffer(const UOp *view) {
   return view && view->op == UJ_OP_RESHAPE && view->src[0]->op == UJ_OP_BUFFER ? view->src[0] : NULL;
@@ -109,7 +104,7 @@ static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
   if (!it->kernel) return free(it->inputs), NULL;
   s->nitems++;
   if (!output) {
-    int64_t arg[2] = {(*s->next_id)++, numel(x)};
+    int64_t arg[2] = {(*s->next_id)++, shape_numel(x->shape, x->ndim)};
     DType p = uj_dtype_ptr((uj_scalar)x->dtype.scalar, x->dtype.lanes, UJ_AS_GLOBAL);
     output = uop_new(ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){ctx_intern_string(ctx, s->device, strlen(s->device)), arg, 2});
   }
@@ -176,7 +171,7 @@ static const UOp *rw_stage_into(Rewriter *rw, const UOp *root, const Binds *m) {
     return it->kernel ? view_of(rw->ctx, target, x) : NULL;
   }
   if (!ok) return NULL;
-  int64_t arg[2] = {(*s->next_id)++, numel(x)}; /* x into a new buffer, then copied */
+  int64_t arg[2] = {(*s->next_id)++, shape_numel(x->shape, x->ndim)}; /* x into a new buffer, then copied */
   it->output = uop_new(rw->ctx, UJ_OP_BUFFER, target->dtype, NULL, 0, (Arg){target->name, arg, 2});
   ScheduleItem *copy = add_item(s, view_of(rw->ctx, it->output, x), target);
   return copy ? view_of(rw->ctx, target, x) : NULL;

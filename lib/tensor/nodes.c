@@ -11,12 +11,6 @@
 #include "uop/movement.h"
 #include "uop/spec.h"
 
-int64_t shape_numel(const int64_t *shape, unsigned ndim) {
-  int64_t n = 1;
-  for (unsigned k = 0; k < ndim; k++) n *= shape[k];
-  return n;
-}
-
 const char *tensor_shape_str(const UOp *t, char *buf, size_t n) { return shape_str(t->shape, t->ndim, buf, n); }
 
 bool tensor_axis(uj_session *s, const char *op, int axis, unsigned ndim, int *out) {

@@ -14,6 +14,7 @@
 #define UJ_TENSOR_IMPL_H
 
 #include "runtime/run.h"
+#include "uop/movement.h"
 #include "uop/uop.h"
 #include "uopjit/tensor.h"
 
@@ -46,7 +47,6 @@ bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view);
 const UOp *tensor_new_buffer(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim, RtBuffer **mem);
 
 /* ---- node builders: NULL and a message naming op and shapes ---- */
-int64_t shape_numel(const int64_t *shape, unsigned ndim);
 const char *tensor_shape_str(const UOp *t, char *buf, size_t n);
 /* Normalises a (possibly negative) axis of an ndim-axis tensor. */
 bool tensor_axis(uj_session *s, const char *op, int axis, unsigned ndim, int *out);

@@ -22,7 +22,7 @@ const char *shape_str(const int64_t *shape, unsigned ndim, char *b, size_t n) {
   return b;
 }
 
-static int64_t shape_count(const int64_t *shape, unsigned ndim) {
+int64_t shape_numel(const int64_t *shape, unsigned ndim) {
   int64_t n = 1;
   for (unsigned i = 0; i < ndim; i++)
     if (__builtin_mul_overflow(n, shape[i], &n)) return -1;
@@ -101,10 +101,10 @@ const char *movement_rule_reshape(const UOp *u, DType *out, char *buf, size_t si
   for (uint32_t i = 0; i < u->nints; i++)
     if (u->ints[i] < 0) return FAIL("RESHAPE to %s: a negative size", shape_str(u->ints, u->nints, a, sizeof a));
   if (u->nints > 255) return FAIL("RESHAPE to %u dimensions: at most 255", (unsigned)u->nints);
-  if (shape_count(u->ints, u->nints) != shape_count(x->shape, x->ndim))
+  if (shape_numel(u->ints, u->nints) != shape_numel(x->shape, x->ndim))
     return FAIL("RESHAPE of %s to %s: %lld elements are not %lld", shape_str(x->shape, x->ndim, a, sizeof a),
-                shape_str(u->ints, u->nints, b, sizeof b), (long long)shape_count(x->shape, x->ndim),
-                (long long)shape_count(u->ints, u->nints));
+                shape_str(u->ints, u->nints, b, sizeof b), (long long)shape_numel(x->shape, x->ndim),
+                (long long)shape_numel(u->ints, u->nints));
   return NULL;
 }
 

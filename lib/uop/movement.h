@@ -9,6 +9,8 @@
 /* u's shape from its source's and its arg; false when out of memory. */
 bool movement_shape(Ctx *ctx, UOp *u);
 /* "(4, 8)"; "(4,)" for one axis; "()" for a scalar. */
+/* The element count of a shape; -1 when it overflows int64. */
+int64_t shape_numel(const int64_t *shape, unsigned ndim);
 const char *shape_str(const int64_t *shape, unsigned ndim, char *b, size_t n);
 
 const char *movement_rule_reshape(const UOp *u, DType *out, char *buf, size_t size);
