@@ -35,7 +35,9 @@ static unsigned char *fill(DType d, size_t count, int seed) {
   return p;
 }
 
-static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, bool expect_lanes, const char *what) {
+/* sum_t: the dtype of the value's REDUCEs when it is not t. */
+static void check_upcast_sum(Ctx *ctx, const char *t, const char *sum_t, const char *value, int64_t n, bool expect_lanes,
+                             const char *what) {
   DType d;
   dtype_parse(t, strlen(t), &d);
   const UOp *k = uj_parse(ctx, gemm(t, value, n), what);
@@ -43,7 +45,7 @@ static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, 
   if (!k) return;
   const UOp *up = opt_upcast(ctx, k);
   char vec[32];
-  snprintf(vec, sizeof vec, "REDUCE:%sx%u", t, 4 * 32 / (unsigned)elem_bytes(d)); /* 4 rows of 32 bytes */
+  snprintf(vec, sizeof vec, "REDUCE:%sx%u", sum_t ? sum_t : t, 4 * 32 / (unsigned)elem_bytes(d)); /* 4 rows of 32 bytes of t */
   char *text = up ? uj_print(ctx, up) : NULL;
   CHECK(text && (strstr(text, vec) != NULL) == expect_lanes, "%s: %s a %s:\n%s", what, expect_lanes ? "wants" : "must not get", vec,
         text ? text : uj_error(ctx));
@@ -70,11 +72,17 @@ static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, 
   for (int s = 0; s < 4; s++) free(b.init[s]);
 }
 
+static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, bool expect_lanes, const char *what) {
+  check_upcast_sum(ctx, t, NULL, value, n, expect_lanes, what);
+}
+
 static void test_upcast(Ctx *ctx) {
   check_upcast(ctx, "float32", "%mm", 32, true, "gemm");
   check_upcast(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 32, true, "gemm + bias, relu");
   check_upcast(ctx, "float32", "(ADD %mm (REDUCE ADD (MUL %a %c) %k))", 16, true, "two reduces, one over the lanes");
   check_upcast(ctx, "float64", "%mm", 8, true, "float64: 4 lanes");
+  check_upcast_sum(ctx, "float32", "float64", "(CAST:float32 (REDUCE ADD (CAST:float64 (MUL %a %b)) %k))", 32, true,
+               "a float64 sum stored as float32: the lanes are the sum's dtype");
   check_upcast(ctx, "int32", "%mm", 24, true, "int32");
   check_upcast(ctx, "float32", "%mm", 30, false, "30 columns: 8 does not divide");
   check_upcast(ctx, "float32", "(ADD (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int64 32)) %j))) %k) %c)", 32, false,

@@ -192,7 +192,8 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel) {
     if (reduces[i]->nsrc > 256) return kernel;
     for (unsigned u = 0; u < total; u++)
       if (!(x[u] = in_lane(&l, reduces[i]->src[0], u))) return NULL;
-    src[0] = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec((uj_scalar)d.scalar, total), x, total, arg_none());
+    uj_scalar lane = (uj_scalar)reduces[i]->src[0]->dtype.scalar; /* the reduced values' (the store may cast) */
+    src[0] = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec(lane, total), x, total, arg_none());
     if (!has_gated_load(ctx, src[0])) { /* gated lanes stay scalar: LLVM branches around each */
       RuleSet *rs = ruleset_new(ctx, vector_rules, sizeof vector_rules / sizeof *vector_rules);
       src[0] = rs ? graph_rewrite(ctx, src[0], rs, NULL) : NULL;
