@@ -8,12 +8,13 @@
 typedef struct Backend {
   const char *name;
   const DeviceOps *ops; /* NULL: known, but not in this build */
+  unsigned index_bits;  /* 64 on the CPU (free, and adjacent lanes stay visible); 32 on GPUs (registers) */
 } Backend;
 
 static const Backend backends[] = {
-  {"CPU", &cpu_device_ops},
-  {"CUDA", NULL},
-  {"AMD", NULL},
+  {"CPU", &cpu_device_ops, 64},
+  {"CUDA", NULL, 32},
+  {"AMD", NULL, 32},
 };
 
 Device *device_open(Ctx *ctx, const char *name, const char **error) {
@@ -23,7 +24,7 @@ Device *device_open(Ctx *ctx, const char *name, const char **error) {
     if (!backends[i].ops) return *error = "device is not supported by this build yet (CPU is)", NULL;
     Device *d = calloc(1, sizeof *d);
     if (!d) return *error = "out of memory", NULL;
-    d->name = backends[i].name, d->ops = backends[i].ops, d->ctx = ctx;
+    d->name = backends[i].name, d->ops = backends[i].ops, d->index_bits = backends[i].index_bits, d->ctx = ctx;
     return d;
   }
   return *error = "unknown device (known: CPU, CUDA, AMD)", NULL;

@@ -32,6 +32,7 @@ typedef struct CachedProgram {
 
 struct Device {
   const char *name;
+  unsigned index_bits;   /* the narrowest index its kernels use (ScheduleTarget) */
   const DeviceOps *ops;
   Ctx *ctx;              /* kernels and error messages */
   CachedProgram *cache;  /* compiled kernels, by kernel node */

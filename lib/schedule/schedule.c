@@ -21,7 +21,7 @@
 typedef struct Scheduler {
   Ctx *ctx;
   int64_t *next_id;
-  const char *device;
+  const ScheduleTarget *target;
   const unsigned char *cut; /* by node id: wrap in a STAGE */
   const UOp **into;         /* by node id: the BUFFER a root is written into */
   ScheduleItem *items;
@@ -83,11 +83,6 @@ static const UOp *view_of(Ctx *ctx, const UOp *buffer, const UOp *like) {
   return uop_new(ctx, UJ_OP_RESHAPE, like->dtype, &buffer, 1, (Arg){NULL, like->shape, like->ndim});
 }
 
-/* The narrowest index a device's kernels use: 64 bits on the CPU (free
- * there, and lanes of an index are then visibly adjacent), 32 on GPUs
- * (registers) when the tensors fit. */
-static unsigned index_bits(const char *device) { return strcmp(device, "CPU") == 0 ? 64 : 32; }
-
 /* A new item: x's kernel, writing `output` (NULL: a new BUFFER). */
 static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
   Ctx *ctx = s->ctx;
@@ -99,14 +94,14 @@ static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
   }
   ScheduleItem *it = &s->items[s->nitems];
   memset(it, 0, sizeof *it);
-  it->kernel = rangeify_kernel(ctx, x, index_bits(s->device), &it->inputs, &it->ninputs);
+  it->kernel = rangeify_kernel(ctx, x, s->target->index_bits, &it->inputs, &it->ninputs);
   if (it->kernel) it->kernel = opt_kernel(ctx, it->kernel); /* shaped for the target (lib/opt) */
   if (!it->kernel) return free(it->inputs), NULL;
   s->nitems++;
   if (!output) {
     int64_t arg[2] = {(*s->next_id)++, shape_numel(x->shape, x->ndim)};
     DType p = uj_dtype_ptr((uj_scalar)x->dtype.scalar, x->dtype.lanes, UJ_AS_GLOBAL);
-    output = uop_new(ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){ctx_intern_string(ctx, s->device, strlen(s->device)), arg, 2});
+    output = uop_new(ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){ctx_intern_string(ctx, s->target->device, strlen(s->target->device)), arg, 2});
   }
   it->output = output;
   item_name(ctx, it, x);
@@ -312,13 +307,13 @@ static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, const UOp *cons
 }
 
 Schedule *schedule_make(Ctx *ctx, const UOp *const *roots, size_t nroots, const UOp *const *into, ReplaceFn known,
-                        void *user, int64_t *next_buffer_id, const char *device) {
+                        void *user, int64_t *next_buffer_id, const ScheduleTarget *target) {
   for (size_t i = 0; i < nroots; i++)
     if (dt_is_ptr(roots[i]->dtype) || dt_is_void(roots[i]->dtype))
       return ctx_set_error(ctx, "schedule: root %zu is not a tensor", i), NULL;
   Schedule *s = calloc(1, sizeof *s);
   s->outputs = calloc(nroots ? nroots : 1, sizeof *s->outputs);
-  Scheduler st = {ctx, next_buffer_id, device ? device : "CPU", NULL, NULL, NULL, 0, 0};
+  Scheduler st = {ctx, next_buffer_id, target, NULL, NULL, NULL, 0, 0};
   const UOp *sink = s && s->outputs ? uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), roots, nroots, arg_none()) : NULL;
   if (!sink && s) ctx_set_error(ctx, "schedule: out of memory");
   sink = sink ? cut_and_kernel(&st, sink, into, known, user) : NULL;

@@ -43,13 +43,21 @@ typedef struct Schedule {
   size_t nslabs;
 } Schedule;
 
+/* What the kernels are for: the device named in their BUFFERs, and the
+ * narrowest index it wants (64 on the CPU: free there, and the lanes of
+ * an index are then visibly adjacent to LLVM; 32 on GPUs: registers). */
+typedef struct ScheduleTarget {
+  const char *device;
+  unsigned index_bits;
+} ScheduleTarget;
+
 /* into: NULL, or per root the BUFFER to write it into (NULL: a new one;
  * an assignment otherwise: the kernel runs in place where it reads the
  * BUFFER only at the element it writes, else through a new buffer and a
- * copy). next_buffer_id: the id of the next BUFFER made (advanced);
- * device: the BUFFERs' device name. NULL with the error set on failure. */
+ * copy). next_buffer_id: the id of the next BUFFER made (advanced). NULL
+ * with the error set on failure. */
 Schedule *schedule_make(Ctx *ctx, const UOp *const *roots, size_t nroots, const UOp *const *into, ReplaceFn known,
-                        void *user, int64_t *next_buffer_id, const char *device);
+                        void *user, int64_t *next_buffer_id, const ScheduleTarget *target);
 void schedule_free(Schedule *s);
 /* The BUFFER a view made by the scheduler (RESHAPE of a BUFFER) reads. */
 const UOp *schedule_view_buffer(const UOp *view);
