@@ -334,7 +334,7 @@ static void test_tensor_ops(Ctx *ctx) {
     {"(SHRINK 0 3 0 3 %t)", "SHRINK of (2, 3): (0, 3) is out of range for axis 0"},
     {"(REDUCE ADD 1 %t)", NULL},
     {"(REDUCE MAX 0 1 %t)", NULL},
-    {"(REDUCE SUB 0 %t)", "REDUCE by 'SUB': it reduces by ADD, MUL or MAX"},
+    {"(REDUCE SUB 0 %t)", "REDUCE by 'SUB': it reduces by ADD, MULACC, MUL or MAX"},
     {"(REDUCE ADD 2 %t)", "axis 2 is not an axis of shape (2, 3)"},
     {"(REDUCE ADD (RESHAPE 2 3 (BUFFER:bool* 1 6 CPU)))", "REDUCE ADD does not take dtype bool"},
     {"(REDUCE ADD (CONST:int32 1) (CONST:int32 4))", "REDUCE source 1 is a CONST, not a RANGE"},

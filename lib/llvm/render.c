@@ -185,7 +185,10 @@ static bool emit_reduce(State *s, const UOp *u) {
     acc = L->acc;
   }
   if (!emit_value(s, u->src[0])) return false;
-  LLVMValueRef next = render_accumulate(&s->r, op, d, acc, s->val[u->src[0]->id]);
+  const UOp *x = u->src[0];
+  bool product = op == UJ_OP_MULACC && x->op == UJ_OP_MUL; /* fused (docs/semantics.md) */
+  LLVMValueRef ab[2] = {product ? s->val[x->src[0]->id] : NULL, product ? s->val[x->src[1]->id] : NULL};
+  LLVMValueRef next = render_accumulate(&s->r, u, op, acc, s->val[x->id], product ? ab : NULL);
   while (s->depth > first) {
     LLVMValueRef exit_value = s->loops[s->depth - 1].acc; /* the header's phi, at the exit */
     loop_close(s, next);

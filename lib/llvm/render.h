@@ -43,7 +43,9 @@ LLVMValueRef render_intrinsic(const Renderer *r, const char *name, LLVMTypeRef *
 /* The value of ALU node u from its sources' values; NULL with an error set
  * when the target cannot compute it. */
 LLVMValueRef render_alu(const Renderer *r, const UOp *u, LLVMValueRef *src);
-/* op(acc, v) for a REDUCE's op (ADD, MUL, MAX) on dtype d. */
-LLVMValueRef render_accumulate(const Renderer *r, Op op, DType d, LLVMValueRef acc, LLVMValueRef v);
+/* op(acc, v) for the op (ADD, MULACC, MUL, MAX) of a REDUCE; a MULACC
+ * reduce whose value is a product a * b (ab = {a, b}) fuses it: fma(a, b, acc). */
+LLVMValueRef render_accumulate(const Renderer *r, const UOp *reduce, Op op, LLVMValueRef acc, LLVMValueRef v,
+                               const LLVMValueRef *ab);
 
 #endif

@@ -295,6 +295,10 @@ LLVMValueRef render_alu(const Renderer *r, const UOp *u, LLVMValueRef *s) {
   return v;
 }
 
-LLVMValueRef render_accumulate(const Renderer *r, Op op, DType d, LLVMValueRef acc, LLVMValueRef v) {
-  return op == UJ_OP_MAX ? alu_max(r, d, acc, v) : alu_arith(r, op, d, acc, v);
+LLVMValueRef render_accumulate(const Renderer *r, const UOp *reduce, Op op, LLVMValueRef acc, LLVMValueRef v,
+                               const LLVMValueRef *ab) {
+  DType d = reduce->dtype;
+  if (op == UJ_OP_MULACC && ab) return alu_mulacc(r, reduce, (LLVMValueRef[]){ab[0], ab[1], acc});
+  if (op == UJ_OP_MAX) return alu_max(r, d, acc, v);
+  return alu_arith(r, op == UJ_OP_MULACC ? UJ_OP_ADD : op, d, acc, v);
 }

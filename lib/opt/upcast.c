@@ -194,7 +194,13 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel) {
       if (!(x[u] = in_lane(&l, reduces[i]->src[0], u))) return NULL;
     uj_scalar lane = (uj_scalar)reduces[i]->src[0]->dtype.scalar; /* the reduced values' (the store may cast) */
     src[0] = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec(lane, total), x, total, arg_none());
-    if (!has_gated_load(ctx, src[0])) { /* gated lanes stay scalar: LLVM branches around each */
+    if (has_gated_load(ctx, src[0]) && reduces[i]->src[0]->op == UJ_OP_MUL) { /* the product stays one (MULACC fuses it) */
+      const UOp *fa[UPCAST_MAX_LANES], *fb[UPCAST_MAX_LANES];
+      for (unsigned u = 0; u < total; u++) fa[u] = x[u]->src[0], fb[u] = x[u]->src[1];
+      DType vd = uj_dtype_vec(lane, total);
+      src[0] = uop_binary(ctx, UJ_OP_MUL, uop_new(ctx, UJ_OP_VECTORIZE, vd, fa, total, arg_none()),
+                          uop_new(ctx, UJ_OP_VECTORIZE, vd, fb, total, arg_none()));
+    } else if (!has_gated_load(ctx, src[0])) { /* gated lanes stay scalar: LLVM branches around each */
       RuleSet *rs = ruleset_new(ctx, vector_rules, sizeof vector_rules / sizeof *vector_rules);
       src[0] = rs ? graph_rewrite(ctx, src[0], rs, NULL) : NULL;
       ruleset_free(rs);

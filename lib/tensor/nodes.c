@@ -173,6 +173,7 @@ bool node_promote(uj_session *s, const char *op, const UOp **a, const UOp **b) {
 const UOp *node_reduce(uj_session *s, Op op, const UOp *x, const int64_t *axes, unsigned n) {
   if (!x) return NULL;
   if (n == 0) return x;
+  if (op == UJ_OP_ADD && dt_is_float(x->dtype) && x->op == UJ_OP_MUL) op = UJ_OP_MULACC; /* a sum of products: fused */
   return tensor_node(s, "reduce", UJ_OP_REDUCE, x->dtype, &x, 1, (Arg){op_table[op].name, axes, n});
 }
 

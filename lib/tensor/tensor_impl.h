@@ -71,7 +71,8 @@ uj_scalar node_promoted_dtype(uj_scalar a, uj_scalar b);
 bool node_broadcast_pair(uj_session *s, const char *op, const UOp **a, const UOp **b);
 /* Casts and broadcasts a and b to their common dtype and shape. */
 bool node_promote(uj_session *s, const char *op, const UOp **a, const UOp **b);
-/* REDUCE by ADD/MAX/MUL over axes (normalised, distinct), keeping them. */
+/* REDUCE by ADD/MAX/MUL over axes (normalised, distinct), keeping them; a
+ * float sum of a product is a MULACC reduce (fused multiply-adds). */
 const UOp *node_reduce(uj_session *s, Op op, const UOp *x, const int64_t *axes, unsigned n);
 /* Unary math on nodes (float dtypes), shared by the ops built of them. */
 const UOp *node_unary(uj_session *s, uj_unop op, const UOp *x);

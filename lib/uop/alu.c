@@ -300,10 +300,15 @@ uint64_t alu_eval(Op op, uj_scalar out, uj_scalar in, const uint64_t *x) {
 uint64_t alu_identity(Op op, uj_scalar s) {
   const ScalarInfo *info = &scalar_table[s];
   if (op == UJ_OP_MUL) return info->is_float ? word_from_double(s, 1.0) : 1;
-  if (op == UJ_OP_ADD) return info->is_float ? word_from_double(s, -0.0) : 0;
+  if (op == UJ_OP_ADD || op == UJ_OP_MULACC) return info->is_float ? word_from_double(s, -0.0) : 0;
   if (info->is_float) return word_from_double(s, -__builtin_inf());
   if (!info->is_signed) return 0; /* and bool false */
   return word_from_int(s, info->bits == 64 ? INT64_MIN : -(int64_t)(1ull << (info->bits - 1)));
+}
+
+uint64_t alu_reduce_step(Op op, uj_scalar s, uint64_t acc, uint64_t v, const uint64_t *ab) {
+  if (op == UJ_OP_MULACC && ab) return alu_eval(UJ_OP_MULACC, s, s, (const uint64_t[]){ab[0], ab[1], acc});
+  return alu_eval(op == UJ_OP_MULACC ? UJ_OP_ADD : op, s, s, (const uint64_t[]){acc, v, 0});
 }
 
 static size_t scalar_bytes(uj_scalar s) { return s == UJ_BOOL ? 1 : scalar_table[s].bits / 8; }

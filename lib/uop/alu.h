@@ -24,6 +24,10 @@ uint64_t alu_eval(Op op, uj_scalar out, uj_scalar in, const uint64_t *args);
  * since -0 + x is x for every x), 1, or the lowest value (-inf, MIN,
  * false, 0 unsigned). */
 uint64_t alu_identity(Op op, uj_scalar s);
+/* One step of a REDUCE by op: acc op v. A MULACC reduce accumulates a
+ * value that is a product a * b (ab = {a, b}) with one fused rounding,
+ * fma(a, b, acc); any other value (ab NULL) is added (= fma(v, 1, acc)). */
+uint64_t alu_reduce_step(Op op, uj_scalar s, uint64_t acc, uint64_t v, const uint64_t *ab);
 /* The bit pattern of a value as stored in memory (IEEE bits for floats,
  * two's complement truncated to the width for ints, 0/1 for bool), and the
  * word of such a pattern; BITCAST is one after the other. */

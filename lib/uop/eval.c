@@ -535,9 +535,12 @@ static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *ac
   uj_scalar s = (uj_scalar)u->dtype.scalar;
   if (k == u->nsrc) {
     if (!eval_value_node(ev, u->src[0])) return false;
-    const uint64_t *v = words_of(ev, u->src[0]);
+    const UOp *x = u->src[0];
+    const uint64_t *v = words_of(ev, x);
+    bool product = op == UJ_OP_MULACC && x->op == UJ_OP_MUL; /* fused: its sources are computed too */
+    const uint64_t *a = product ? words_of(ev, x->src[0]) : NULL, *b = product ? words_of(ev, x->src[1]) : NULL;
     for (unsigned lane = 0; lane < u->dtype.lanes; lane++)
-      acc[lane] = alu_eval(op, s, s, (const uint64_t[]){acc[lane], v[lane], 0});
+      acc[lane] = alu_reduce_step(op, s, acc[lane], v[lane], product ? (const uint64_t[]){a[lane], b[lane]} : NULL);
     return true;
   }
   const UOp *r = u->src[k];

@@ -192,6 +192,12 @@ static void compute_movement(const TensorEval *te, const UOp *u, int64_t count, 
   }
 }
 
+/* The product a MULACC REDUCE fuses (it reads the MUL's sources), or NULL. */
+static const UOp *fused_product(const UOp *u) {
+  const UOp *x = u->op == UJ_OP_REDUCE && strcmp(u->name, "MULACC") == 0 ? u->src[0] : NULL;
+  return x && x->op == UJ_OP_MUL ? x : NULL;
+}
+
 /* REDUCE over axes: each element folds, from the identity, the source
  * elements that share its index on the other axes, in C order over the
  * reduced axes (the last one fastest, whatever order the arg lists them). */
@@ -202,6 +208,8 @@ static void compute_reduce(const TensorEval *te, const UOp *u, int64_t count, ui
   size_t lanes = u->dtype.lanes;
   Op op = UJ_OP_ADD;
   op_from_name(u->name, strlen(u->name), &op);
+  const UOp *product = fused_product(u);
+  const uint64_t *a = product ? array_of(te, x->src[0]) : NULL, *b = product ? array_of(te, x->src[1]) : NULL;
   int64_t part[TENSOR_MAX_AXES], idx[TENSOR_MAX_AXES], pidx[TENSOR_MAX_AXES], sidx[TENSOR_MAX_AXES],
       nparts = 1;
   for (unsigned i = 0; i < x->ndim; i++) part[i] = 1; /* the reduced axes' sizes, 1 elsewhere */
@@ -214,9 +222,10 @@ static void compute_reduce(const TensorEval *te, const UOp *u, int64_t count, ui
     for (int64_t p = 0; p < nparts; p++) {
       index_unravel(p, part, x->ndim, pidx); /* 0 on the others */
       for (unsigned i = 0; i < x->ndim; i++) sidx[i] = idx[i] + pidx[i];
-      const uint64_t *v = in + (size_t)index_ravel(sidx, x->shape, x->ndim) * lanes;
+      size_t at = (size_t)index_ravel(sidx, x->shape, x->ndim) * lanes;
       for (size_t lane = 0; lane < lanes; lane++)
-        acc[lane] = alu_eval(op, s, s, (const uint64_t[]){acc[lane], v[lane], 0});
+        acc[lane] = alu_reduce_step(op, s, acc[lane], in[at + lane],
+                                    a ? (const uint64_t[]){a[at + lane], b[at + lane]} : NULL);
     }
   }
 }
@@ -259,12 +268,15 @@ static bool compute_node(TensorEval *te, const UOp *u) {
   return true;
 }
 
+static void use_release(TensorEval *te, const UOp *v) {
+  if (--te->uses[v->id] == 0) free(te->arrays[v->id]), te->arrays[v->id] = NULL;
+}
+
 /* Frees the arrays of u's sources that no node still to be computed uses. */
 static void sources_release(TensorEval *te, const UOp *u) {
-  for (uint32_t i = 0; i < u->nsrc; i++) {
-    uint32_t id = u->src[i]->id;
-    if (--te->uses[id] == 0) free(te->arrays[id]), te->arrays[id] = NULL;
-  }
+  for (uint32_t i = 0; i < u->nsrc; i++) use_release(te, u->src[i]);
+  const UOp *p = fused_product(u);
+  if (p) use_release(te, p->src[0]), use_release(te, p->src[1]);
 }
 
 /* ---- the evaluation ---- */
@@ -278,8 +290,11 @@ static bool tensor_eval_run(TensorEval *te, const UOp *root) {
   if (!te->norder || !te->arrays || !te->uses) return fail_nomem(ctx);
   for (size_t i = te->norder; i-- > 0;) /* users first: the node out of place is named */
     if (!node_check(te, te->order[i], root)) return false;
-  for (size_t i = 0; i < te->norder; i++)
-    for (uint32_t k = 0; k < te->order[i]->nsrc; k++) te->uses[te->order[i]->src[k]->id]++;
+  for (size_t i = 0; i < te->norder; i++) {
+    const UOp *u = te->order[i], *p = fused_product(u);
+    for (uint32_t k = 0; k < u->nsrc; k++) te->uses[u->src[k]->id]++;
+    if (p) te->uses[p->src[0]->id]++, te->uses[p->src[1]->id]++;
+  }
   for (size_t i = 0; i < te->norder; i++) {
     if (!compute_node(te, te->order[i])) return false;
     sources_release(te, te->order[i]);

@@ -159,8 +159,8 @@ const char *movement_rule_reduce(const UOp *u, DType *out, char *buf, size_t siz
   char a[32];
   const UOp *x = u->src[0];
   Op op;
-  if (!op_from_name(u->name, strlen(u->name), &op) || (op != UJ_OP_ADD && op != UJ_OP_MUL && op != UJ_OP_MAX))
-    return FAIL("REDUCE by '%s': it reduces by ADD, MUL or MAX", u->name);
+  if (!op_from_name(u->name, strlen(u->name), &op) || (op != UJ_OP_ADD && op != UJ_OP_MUL && op != UJ_OP_MAX && op != UJ_OP_MULACC))
+    return FAIL("REDUCE by '%s': it reduces by ADD, MULACC, MUL or MAX", u->name);
   if (!dt_is_int(x->dtype) && !dt_is_float(x->dtype) && !(dt_is_bool(x->dtype) && op == UJ_OP_MAX))
     return FAIL("REDUCE %s does not take dtype %s", u->name, dtype_str(x->dtype, a, sizeof a));
   if (u->nints > 0 && u->nsrc == 1 && u->nints > x->ndim)
