@@ -1,8 +1,10 @@
 /* opt.c — the optimizer's pass list (opt.h), run in order. */
 #include "opt/opt.h"
+#include "opt/lanes.h"
 
 const UOp *opt_kernel(Ctx *ctx, const UOp *kernel) {
   const UOp *k = kernel;
+  k = k ? opt_lanes(ctx, k) : NULL;
   k = k ? opt_upcast(ctx, k) : NULL;
   k = k ? opt_parallel(ctx, k) : NULL;
   return k;

@@ -5,6 +5,7 @@
  * gather as a one-hot mask compared against the indices, summed. */
 #include <string.h>
 
+#include "opt/lanes.h"
 #include "tensor/tensor_impl.h"
 
 /* The axes (n == 0: all) as distinct, sorted, non-negative ints. */
@@ -62,27 +63,61 @@ static const UOp *argmax(uj_session *s, const UOp *x, int64_t axis) {
 
 enum { SUM_BLOCK = 1024, SUM_BLOCKED_MIN = 1 << 16 };
 
-/* A float sum over many elements, in two stages: C order would add tens
- * of millions of floats into one accumulator (the total stops growing
- * at 2^24 ones in float32). Over the trailing axes, count = k * SUM_BLOCK
- * elements viewed as (k, SUM_BLOCK): first SUM_BLOCK partial sums down
- * the columns (a kernel of its own, a STAGE: vector accumulators,
- * contiguous loads, threads), then their sum. Others: one REDUCE. The
- * order is the graph's, so the evaluator computes the same bits. */
-static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
-  int64_t count = 1;
-  bool trailing = dt_is_float(x->dtype) && n > 0;
-  for (unsigned i = 0; i < n; i++) count *= x->shape[ax[i]], trailing &= ax[i] == x->ndim - n + i;
-  if (!trailing || count < SUM_BLOCKED_MIN || count % SUM_BLOCK || x->ndim - n + 2 > UJ_MAX_DIMS)
-    return node_reduce(s, UJ_OP_ADD, x, ax, n);
-  unsigned lead = x->ndim - n;
-  int64_t shape[UJ_MAX_DIMS];
+/* x reshaped; a product (of factors of its shape) stays a product of
+ * reshaped factors, so that a sum of it still fuses its multiply-adds
+ * (node_reduce: a MULACC reduce). */
+static const UOp *reshape_product(uj_session *s, const UOp *x, const int64_t *shape, unsigned nd) {
+  bool product = x->op == UJ_OP_MUL;
+  for (uint32_t i = 0; product && i < 2; i++)
+    product = x->src[i]->ndim == x->ndim &&
+              !memcmp(x->src[i]->shape, x->shape, x->ndim * sizeof *x->shape);
+  if (!product) return node_reshape(s, x, shape, nd);
+  const UOp *a = node_reshape(s, x->src[0], shape, nd), *b = node_reshape(s, x->src[1], shape, nd);
+  return node_alu(s, UJ_OP_MUL, a, b);
+}
+
+/* The last count elements of x (after lead axes) viewed as (count /
+ * block, block), summed down the columns: (lead.., 1, block), partial j
+ * adding elements i * block + j in order of i. */
+static const UOp *column_sums(uj_session *s, const UOp *x, unsigned lead, int64_t count,
+                              int64_t block) {
+  int64_t shape[UJ_MAX_DIMS], rows = lead;
   memcpy(shape, x->shape, lead * sizeof *shape);
-  shape[lead] = count / SUM_BLOCK, shape[lead + 1] = SUM_BLOCK;
-  int64_t rows = lead, cols = lead + 1;
-  const UOp *partial = node_reduce(s, UJ_OP_ADD, node_reshape(s, x, shape, lead + 2), &rows, 1);
-  partial = partial ? tensor_node(s, "sum", UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
-  const UOp *total = node_reduce(s, UJ_OP_ADD, partial, &cols, 1);
+  shape[lead] = count / block, shape[lead + 1] = block;
+  return node_reduce(s, UJ_OP_ADD, reshape_product(s, x, shape, lead + 2), &rows, 1);
+}
+
+/* A float sum over count trailing elements, in two steps where a long sum
+ * pays for it; the order is the graph's, so the evaluator computes the
+ * same bits (docs/tensor.md, "Reductions"):
+ * - count >= 2^16, a multiple of SUM_BLOCK: SUM_BLOCK partial sums down
+ *   the columns of (count / SUM_BLOCK, SUM_BLOCK), a kernel of their own
+ *   (a STAGE: vector accumulators, contiguous loads, threads), then their
+ *   sum (itself a lane sum, below). One float32 accumulator stops growing
+ *   at 2^24 ones.
+ * - count >= LANES_MIN_EXTENT, a multiple of LANES_WIDTH (16): 16
+ *   interleaved partial sums, then theirs in lane order, in one kernel:
+ *   the optimizer keeps the partials in one vector register (opt/lanes.h)
+ *   rather than adding every element to one latency-bound accumulator.
+ * Others, and sums not over trailing axes: one REDUCE, in C order. */
+static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
+  if (!x) return NULL;
+  int64_t count = 1;
+  bool trailing = dt_is_float(x->dtype) && n > 0 && x->ndim - n + 2 <= UJ_MAX_DIMS;
+  for (unsigned i = 0; i < n; i++) count *= x->shape[ax[i]], trailing &= ax[i] == x->ndim - n + i;
+  unsigned lead = x->ndim - n;
+  const UOp *partial = NULL;
+  if (trailing && count >= SUM_BLOCKED_MIN && count % SUM_BLOCK == 0) {
+    partial = column_sums(s, x, lead, count, SUM_BLOCK);
+    partial = partial ? tensor_node(s, "sum", UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none())
+                      : NULL;
+  } else if (trailing && count >= LANES_MIN_EXTENT && count % LANES_WIDTH == 0) {
+    partial = column_sums(s, x, lead, count, LANES_WIDTH);
+  } else {
+    return node_reduce(s, UJ_OP_ADD, x, ax, n);
+  }
+  int64_t cols = lead + 1, shape[UJ_MAX_DIMS];
+  const UOp *total = partial ? sum_node(s, partial, &cols, 1) : NULL;
   memcpy(shape, x->shape, x->ndim * sizeof *shape);
   for (unsigned i = 0; i < n; i++) shape[ax[i]] = 1;
   return node_reshape(s, total, shape, x->ndim);
@@ -140,7 +175,8 @@ static bool softmax_parts(uj_session *s, const char *op, uj_tensor *a, int axis,
   ax = x;
   if (!dt_is_float(in->dtype)) in = node_cast(s, in, UJ_FLOAT32);
   *shifted = node_alu(s, UJ_OP_SUB, in, node_broadcast(s, "softmax", reduce_max(s, in, &ax, 1), in->shape, in->ndim));
-  *sum = node_broadcast(s, "softmax", node_reduce(s, UJ_OP_ADD, node_unary(s, UJ_UN_EXP, *shifted), &ax, 1), in->shape, in->ndim);
+  const UOp *total = sum_node(s, node_unary(s, UJ_UN_EXP, *shifted), &ax, 1);
+  *sum = node_broadcast(s, "softmax", total, in->shape, in->ndim);
   return *shifted && *sum;
 }
 

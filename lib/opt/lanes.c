@@ -1,0 +1,262 @@
+/* lanes.c — long reductions in vector lanes (lanes.h). One rewrite rule
+ * on REDUCE, in two forms:
+ *
+ *   REDUCE(v(j, R(j)), j)   j < W <= 16,  R(j) = REDUCE(x(j), k..)     nested
+ *   -> fold(v(0, GEP(V, 0)), .., v(W-1, GEP(V, W-1)))
+ *      V = REDUCE(VECTORIZE(x(0), .., x(W-1)), k..)
+ *
+ *   REDUCE(x(r), .., r)     r < B = 32n, MAX or an integer ADD/MUL     order-free
+ *   -> fold(GEP(V, 0), .., GEP(V, 31))
+ *      V = REDUCE(VECTORIZE(x(32c + 0), .., x(32c + 31)), .., c)   c < n
+ *
+ * fold(a_0, ..) = op(..op(op(identity, a_0), a_1).., a_{W-1}) is the outer
+ * REDUCE's own loop unrolled (from -0.0 for a float sum), and lane j of V
+ * reduces what R(j) reduced, in the same order: the nested form computes
+ * what it did, bit for bit. The order-free form regroups a reduction
+ * whose result does not depend on its order (docs/opt.md, "Lanes"); it
+ * is taken only when every load along r reads consecutive elements. The
+ * lanes of V are pushed down through the ALU ops (opt_vectorize): LLVM
+ * sees one W-lane accumulator fed by vector loads. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "opt/lanes.h"
+#include "rewrite/rewrite.h"
+#include "uop/alu.h"
+
+/* The order-free form's lanes: 32, as MAX's chain (a maximum that keeps
+ * NaN and orders -0 below +0) is longer than an add's (docs/opt.md). */
+enum { LANES_FREE_WIDTH = 32, LANES_MAX_VECTOR = 64, LANES_MAX_INNER = 8, LANES_MAX_RANGES = 8 };
+
+/* Whether x's graph contains node. */
+static bool contains(Ctx *ctx, const UOp *x, const UOp *node) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, x, &nodes);
+  bool found = false;
+  for (size_t i = 0; i < n && !found; i++) found = nodes[i] == node;
+  free(nodes);
+  return found;
+}
+
+/* ---- vectors (the rule of upcast.c, to share) ---- */
+
+/* VECTORIZE(op(a0, b0), .., op(an, bn)) -> op(VECTORIZE(a..), VECTORIZE(b..)) */
+static const UOp *rw_vector_op(Rewriter *rw, const UOp *root, const Binds *m) {
+  (void)m;
+  const UOp *first = root->src[0];
+  Op op = (Op)first->op;
+  if (!op_has(op, OPF_ALU) || first->dtype.lanes != 1 || root->nsrc > LANES_MAX_VECTOR) return NULL;
+  for (uint32_t i = 1; i < root->nsrc; i++)
+    if (root->src[i]->op != op || !dt_eq(root->src[i]->dtype, first->dtype) ||
+        root->src[i]->nsrc != first->nsrc)
+      return NULL;
+  const UOp *lanes[LANES_MAX_VECTOR], *vec[3];
+  for (uint32_t k = 0; k < first->nsrc; k++) {
+    for (uint32_t i = 0; i < root->nsrc; i++) lanes[i] = root->src[i]->src[k];
+    DType d = uj_dtype_vec((uj_scalar)first->src[k]->dtype.scalar, root->nsrc);
+    if (dt_is_ptr(first->src[k]->dtype)) return NULL;
+    vec[k] = uop_new(rw->ctx, UJ_OP_VECTORIZE, d, lanes, root->nsrc, arg_none());
+  }
+  return uop_new(rw->ctx, op, root->dtype, vec, first->nsrc,
+                 (Arg){first->name, first->ints, first->nints});
+}
+
+static const Rule vector_rules[] = {
+    {"(VECTORIZE ...)", rw_vector_op}, // VECTORIZE(op(a_i, b_i)) -> op(VECTORIZE(a), VECTORIZE(b))
+};
+
+const UOp *opt_vectorize(Ctx *ctx, const UOp *const *x, unsigned n) {
+  if (n == 0 || n > LANES_MAX_VECTOR) return ctx_set_error(ctx, "opt_vectorize: %u lanes", n), NULL;
+  const UOp *v = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec((uj_scalar)x[0]->dtype.scalar, n), x, n,
+                         arg_none());
+  RuleSet *rs =
+      v ? ruleset_new(ctx, vector_rules, sizeof vector_rules / sizeof *vector_rules) : NULL;
+  const UOp *out = rs ? graph_rewrite(ctx, v, rs, NULL) : NULL;
+  ruleset_free(rs);
+  return out;
+}
+
+/* ---- lanes ---- */
+
+/* One lane of a value: the range replaced by its value in the lane, each
+ * inner REDUCE by the lane's element of its vector REDUCE. */
+typedef struct Lane {
+  const UOp *from[1 + LANES_MAX_INNER], *to[1 + LANES_MAX_INNER];
+  size_t n;
+} Lane;
+
+static const UOp *lane_swap(void *user, const UOp *u, const UOp *rebuilt) {
+  const Lane *l = user;
+  for (size_t i = 0; i < l->n; i++)
+    if (u == l->from[i]) return l->to[i];
+  return rebuilt;
+}
+
+static const UOp *gep(Ctx *ctx, const UOp *v, unsigned lane) {
+  int64_t at = lane;
+  return uop_new(ctx, UJ_OP_GEP, dt_lane(v->dtype), &v, 1, (Arg){NULL, &at, 1});
+}
+
+/* x in lane j: range -> at, inner[i] -> GEP(vec[i], j). */
+static const UOp *in_lane(Ctx *ctx, const UOp *x, const UOp *range, const UOp *at,
+                          const UOp *const *inner, const UOp *const *vec, size_t n, unsigned j) {
+  Lane l = {{range}, {at}, 1 + n};
+  for (size_t i = 0; i < n; i++) l.from[1 + i] = inner[i], l.to[1 + i] = gep(ctx, vec[i], j);
+  return graph_substitute(ctx, x, lane_swap, &l);
+}
+
+static Op reduce_op(const UOp *reduce) {
+  Op op = UJ_OP_ADD;
+  op_from_name(reduce->name, strlen(reduce->name), &op);
+  return op;
+}
+
+/* acc op v: a MULACC reduce fuses a product, fma(a, b, acc), and adds
+ * anything else (docs/semantics.md, "REDUCE"). */
+static const UOp *fold_step(Ctx *ctx, Op op, const UOp *acc, const UOp *v) {
+  if (op == UJ_OP_MULACC && v->op == UJ_OP_MUL)
+    return uop_ternary(ctx, UJ_OP_MULACC, v->src[0], v->src[1], acc);
+  return uop_binary(ctx, op == UJ_OP_MULACC ? UJ_OP_ADD : op, acc, v);
+}
+
+/* The lanes v[0..w) folded in lane order by reduce's op, from its identity. */
+static const UOp *lane_fold(Ctx *ctx, const UOp *reduce, const UOp *const *v, unsigned w) {
+  Op op = reduce_op(reduce);
+  const UOp *acc =
+      uop_const_word(ctx, reduce->dtype, alu_identity(op, (uj_scalar)reduce->dtype.scalar));
+  for (unsigned j = 0; j < w && acc && v[j]; j++) acc = fold_step(ctx, op, acc, v[j]);
+  return acc;
+}
+
+/* REDUCE(VECTORIZE(x[0..w)) pushed down, ranges) by like's op; NULL when
+ * the lanes lose the product a MULACC reduce fuses. */
+static const UOp *vector_reduce(Ctx *ctx, const UOp *like, const UOp *const *x, unsigned w,
+                                const UOp *const *ranges, uint32_t nranges) {
+  const UOp *src[1 + LANES_MAX_RANGES];
+  if (nranges > LANES_MAX_RANGES || !(src[0] = opt_vectorize(ctx, x, w))) return NULL;
+  if (reduce_op(like) == UJ_OP_MULACC && like->src[0]->op == UJ_OP_MUL && src[0]->op != UJ_OP_MUL)
+    return NULL;
+  memcpy(src + 1, ranges, nranges * sizeof *ranges);
+  DType d = uj_dtype_vec((uj_scalar)like->dtype.scalar, w);
+  return uop_new(ctx, UJ_OP_REDUCE, d, src, 1 + nranges, (Arg){like->name, NULL, 0});
+}
+
+/* The bound of range r when it is a constant in [lo, hi], else 0. */
+static int64_t const_bound(const UOp *r, int64_t lo, int64_t hi) {
+  const UOp *b = r->op == UJ_OP_RANGE ? r->src[0] : NULL;
+  bool ok = b && b->op == UJ_OP_CONST && b->bounded && b->vmin >= lo && b->vmin <= hi;
+  return ok ? b->vmin : 0;
+}
+
+/* The scalar REDUCEs in value that depend on j, none nesting another and
+ * none with a range that depends on j; 0 when there are none, or more
+ * than fit out, or such a nesting. */
+static size_t inner_reduces(Ctx *ctx, const UOp *value, const UOp *j, const UOp **out) {
+  const UOp **nodes = NULL;
+  size_t count = uop_toposort(ctx, value, &nodes), n = 0;
+  bool ok = count > 0;
+  for (size_t i = 0; ok && i < count; i++) {
+    const UOp *u = nodes[i];
+    if (u->op != UJ_OP_REDUCE || u->dtype.lanes != 1 || !contains(ctx, u->src[0], j)) continue;
+    for (uint32_t k = 1; ok && k < u->nsrc; k++) ok = !contains(ctx, u->src[k], j);
+    for (size_t o = 0; ok && o < n; o++) ok = !contains(ctx, u->src[0], out[o]);
+    ok = ok && n < LANES_MAX_INNER;
+    if (ok) out[n++] = u;
+  }
+  free(nodes);
+  return ok ? n : 0;
+}
+
+/* The nested form: REDUCE over j (W lanes) of a value with REDUCEs over k. */
+static const UOp *split_nested(Ctx *ctx, const UOp *root) {
+  const UOp *j = root->src[1], *inner[LANES_MAX_INNER], *vec[LANES_MAX_INNER], *v[LANES_WIDTH];
+  unsigned w = root->nsrc == 2 ? (unsigned)const_bound(j, 2, LANES_WIDTH) : 0;
+  size_t n = w ? inner_reduces(ctx, root->src[0], j, inner) : 0;
+  for (size_t i = 0; i < n; i++) {
+    const UOp *x[LANES_WIDTH];
+    for (unsigned u = 0; u < w; u++)
+      if (!(x[u] = in_lane(ctx, inner[i]->src[0], j, uop_const_int(ctx, j->dtype, u), NULL, NULL, 0,
+                           u)))
+        return NULL;
+    if (!(vec[i] = vector_reduce(ctx, inner[i], x, w, inner[i]->src + 1, inner[i]->nsrc - 1)))
+      return NULL;
+  }
+  for (unsigned u = 0; n && u < w; u++)
+    if (!(v[u] = in_lane(ctx, root->src[0], j, uop_const_int(ctx, j->dtype, u), inner, vec, n, u)))
+      return NULL;
+  return n ? lane_fold(ctx, root, v, w) : NULL;
+}
+
+/* Whether the reduction's result is the same in every order: MAX (NaN is
+ * one value and MAX(-0, +0) = MAX(+0, -0) = +0, docs/semantics.md) and
+ * the integer ADD and MUL (wrapping: a ring). Float sums are not. */
+static bool order_free(const UOp *reduce) {
+  Op op = reduce_op(reduce);
+  return op == UJ_OP_MAX || (!dt_is_float(reduce->dtype) && (op == UJ_OP_ADD || op == UJ_OP_MUL));
+}
+
+/* Whether idx is r + (something without r). */
+static bool unit_stride(Ctx *ctx, const UOp *idx, const UOp *r) {
+  if (idx == r) return true;
+  if (idx->op != UJ_OP_ADD || idx->nsrc != 2) return false;
+  return (unit_stride(ctx, idx->src[0], r) && !contains(ctx, idx->src[1], r)) ||
+         (unit_stride(ctx, idx->src[1], r) && !contains(ctx, idx->src[0], r));
+}
+
+/* Whether x loads along r, every such load ungated and from consecutive
+ * elements (the lanes then load one vector), and nests no REDUCE. */
+static bool loads_consecutive(Ctx *ctx, const UOp *x, const UOp *r) {
+  const UOp **nodes = NULL;
+  size_t count = uop_toposort(ctx, x, &nodes), loads = 0;
+  bool ok = count > 0;
+  for (size_t i = 0; ok && i < count; i++) {
+    const UOp *u = nodes[i];
+    ok = u->op != UJ_OP_REDUCE;
+    if (!ok || u->op != UJ_OP_INDEX || !contains(ctx, u, r)) continue;
+    ok = u->nsrc == 2 && unit_stride(ctx, u->src[1], r);
+    loads++;
+  }
+  free(nodes);
+  return ok && loads > 0;
+}
+
+/* The order-free form: the last range of root split into 16 lanes. */
+static const UOp *split_order_free(Ctx *ctx, const UOp *root) {
+  const UOp *r = root->src[root->nsrc - 1], *ranges[LANES_MAX_RANGES], *x[LANES_FREE_WIDTH],
+            *v[LANES_FREE_WIDTH];
+  int64_t b = const_bound(r, LANES_MIN_EXTENT, INT64_MAX);
+  if (!order_free(root) || !b || b % LANES_FREE_WIDTH || root->nsrc > 1 + LANES_MAX_RANGES ||
+      !loads_consecutive(ctx, root->src[0], r))
+    return NULL;
+  const UOp *bound = uop_const_int(ctx, r->dtype, b / LANES_FREE_WIDTH);
+  const UOp *c = uop_new(ctx, UJ_OP_RANGE, r->dtype, &bound, 1, (Arg){r->name, r->ints, r->nints});
+  const UOp *base = uop_binary(ctx, UJ_OP_MUL, c, uop_const_int(ctx, r->dtype, LANES_FREE_WIDTH));
+  for (unsigned u = 0; u < LANES_FREE_WIDTH; u++) {
+    const UOp *at = uop_binary(ctx, UJ_OP_ADD, base, uop_const_int(ctx, r->dtype, u));
+    if (!(x[u] = in_lane(ctx, root->src[0], r, at, NULL, NULL, 0, u))) return NULL;
+  }
+  memcpy(ranges, root->src + 1, (root->nsrc - 2) * sizeof *ranges);
+  ranges[root->nsrc - 2] = c;
+  const UOp *vec = vector_reduce(ctx, root, x, LANES_FREE_WIDTH, ranges, root->nsrc - 1);
+  for (unsigned u = 0; vec && u < LANES_FREE_WIDTH; u++) v[u] = gep(ctx, vec, u);
+  return vec ? lane_fold(ctx, root, v, LANES_FREE_WIDTH) : NULL;
+}
+
+static const UOp *rw_lanes(Rewriter *rw, const UOp *root, const Binds *m) {
+  (void)m;
+  if (root->dtype.lanes != 1 || root->nsrc < 2) return NULL;
+  const UOp *nested = split_nested(rw->ctx, root);
+  return nested ? nested : split_order_free(rw->ctx, root);
+}
+
+static const Rule lane_rules[] = {
+    {"(REDUCE ...)",
+     rw_lanes}, // REDUCE over W lanes of REDUCEs over k -> fold of one W-lane REDUCE over k
+};
+
+const UOp *opt_lanes(Ctx *ctx, const UOp *kernel) {
+  RuleSet *rs = ruleset_new(ctx, lane_rules, sizeof lane_rules / sizeof *lane_rules);
+  const UOp *out = rs ? graph_rewrite(ctx, kernel, rs, NULL) : NULL;
+  ruleset_free(rs);
+  return out;
+}

@@ -1,0 +1,208 @@
+/* test_tensor_lanes.c — float sums in 16 interleaved partials (lib/tensor/
+ * reduce.c, docs/tensor.md "Reductions") and the lane pass that runs them
+ * (lib/opt/lanes.c): a sum over L >= 64 trailing elements, L a multiple
+ * of 16, is the sum in lane order of 16 partial sums, partial j adding
+ * elements 16k + j in order of k (a float32 model here computes those
+ * bits, and the plain order's bits for other L); the JIT agrees bit for
+ * bit with the tensor evaluator on softmax, layernorm, mean, keepdim,
+ * several axes, float32/64/16, sums of products, max with NaN and signed
+ * zeros; the kernels carry 16-lane (32 for max) vector REDUCEs. */
+#include "tensor_util.h"
+
+enum { LANES = 16 };
+
+/* Row sums of x (rows x n float32) in the documented order, in float. */
+static void model_sums(const float *x, int rows, int n, float *out) {
+  bool split = n >= 64 && n % LANES == 0;
+  for (int i = 0; i < rows; i++) {
+    const float *row = x + (size_t)i * n;
+    float total = -0.0f, part[LANES];
+    for (int j = 0; j < LANES; j++) part[j] = -0.0f;
+    for (int e = 0; e < n; e++)
+      if (split) part[e % LANES] += row[e];
+      else total += row[e];
+    for (int j = 0; split && j < LANES; j++) total += part[j];
+    out[i] = total;
+  }
+}
+
+static void serial_sums(const float *x, int rows, int n, float *out) {
+  for (int i = 0; i < rows; i++) {
+    out[i] = -0.0f;
+    for (int e = 0; e < n; e++) out[i] += x[(size_t)i * n + e];
+  }
+}
+
+/* Whether t's kernels ("uops" text) contain s. */
+static bool kernels_have(uj_tensor *t, const char *s) {
+  char *text = t ? uj_tensor_schedule_text(t, "uops") : NULL;
+  bool has = text && strstr(text, s);
+  free(text);
+  return has;
+}
+
+/* Row sums over L (odd, even, below and above the threshold) equal the
+ * model bit for bit, and the evaluator; the order is really the lanes'. */
+static void test_row_sums(uj_session *s, Rng *r) {
+  static const int lens[] = {17, 48, 63, 64, 100, 256, 1000, 1008, 4096, 4097};
+  enum { ROWS = 6 };
+  bool differs = false;
+  for (size_t c = 0; c < sizeof lens / sizeof *lens; c++) {
+    int n = lens[c];
+    float *x = malloc((size_t)ROWS * n * sizeof *x), want[ROWS], serial[ROWS], got[ROWS];
+    for (int i = 0; i < ROWS * n; i++)
+      x[i] = (float)rng_uniform(r, -1, 1) * (float)(1 << rng_int(r, 12));
+    model_sums(x, ROWS, n, want), serial_sums(x, ROWS, n, serial);
+    uj_tensor *t = uj_tensor_reduce(UJ_RED_SUM, tf32(s, SHAPE(ROWS, n), x), (int[]){-1}, 1, false);
+    char what[64];
+    snprintf(what, sizeof what, "row sums of %d", n);
+    double *v = values(s, t, EXACT, what);
+    for (int i = 0; v && i < ROWS; i++) got[i] = (float)v[i];
+    CHECK(v && !memcmp(got, want, sizeof want),
+          "%s: the JIT's bits are the documented order's (row 0: %.9g, want %.9g)", what,
+          v ? got[0] : 0.0, (double)want[0]);
+    differs |= n % LANES == 0 && n >= 64 && memcmp(want, serial, sizeof want) != 0;
+    free(v), free(x);
+  }
+  CHECK(differs, "the data shows the order: some lane sum differs from the plain one");
+}
+
+/* dtypes, keepdim, several axes, mean: the JIT and the evaluator agree,
+ * and the trailing sums run in 16-lane vectors. */
+static void test_shapes(uj_session *s, Rng *r) {
+  double *v;
+  uj_tensor *x = random_f32(s, r, SHAPE(3, 8, 64), -2, 2, false, &v);
+  free(v);
+  static const uj_scalar dts[] = {UJ_FLOAT32, UJ_FLOAT64, UJ_FLOAT16};
+  static const char *const vec[] = {"REDUCE:float32x16 ADD", "REDUCE:float64x16 ADD",
+                                    "REDUCE:float16x16 ADD"};
+  for (int d = 0; d < 3; d++)
+    for (int keep = 0; keep < 2; keep++) {
+      uj_tensor *xd = uj_tensor_cast(x, dts[d]);
+      uj_tensor *sums[4] = {
+          uj_tensor_reduce(UJ_RED_SUM, xd, (int[]){2}, 1, keep),    /* 64: lanes */
+          uj_tensor_reduce(UJ_RED_SUM, xd, (int[]){1, 2}, 2, keep), /* 512 trailing: lanes */
+          uj_tensor_reduce(UJ_RED_MEAN, xd, (int[]){-1, -2}, 2, keep),
+          uj_tensor_reduce(UJ_RED_SUM, xd, (int[]){0, 2}, 2, keep), /* not trailing: one REDUCE */
+      };
+      char what[64];
+      for (int k = 0; k < 4; k++) { /* before any is realized: they share nodes */
+        snprintf(what, sizeof what, "dtype %d keepdim %d case %d", (int)dts[d], keep, k);
+        CHECK(kernels_have(sums[k], vec[d]) == (k < 3), "%s: %s a %s", what,
+              k < 3 ? "wants" : "must not get", vec[d]);
+      }
+      for (int k = 0; k < 4; k++) {
+        snprintf(what, sizeof what, "dtype %d keepdim %d case %d", (int)dts[d], keep, k);
+        free(values(s, sums[k], EXACT, what));
+      }
+    }
+}
+
+/* softmax and layernorm rows (sums of exp, means, sums of squares): the
+ * JIT and the evaluator agree (bit for bit for layernorm); values near
+ * double's. */
+static void test_softmax_layernorm(uj_session *s, Rng *r) {
+  double *v;
+  enum { R = 4, N = 768 };
+  uj_tensor *x = random_f32(s, r, SHAPE(R, N), -4, 4, false, &v);
+  int axis = -1;
+  uj_tensor *sm = uj_tensor_softmax(x, -1), *lsm = uj_tensor_log_softmax(x, -1);
+  CHECK(kernels_have(sm, "REDUCE:float32x16 ADD") && kernels_have(sm, "REDUCE:float32x32 MAX"),
+        "softmax: lane sums and maxes");
+  uj_tensor *mean = uj_tensor_reduce(UJ_RED_MEAN, x, &axis, 1, true),
+            *d = uj_tensor_binary(UJ_BIN_SUB, x, mean);
+  uj_tensor *var =
+      uj_tensor_reduce(UJ_RED_MEAN, uj_tensor_binary(UJ_BIN_MUL, d, d), &axis, 1, true);
+  uj_tensor *ln = uj_tensor_binary(
+      UJ_BIN_DIV, d,
+      uj_tensor_unary(UJ_UN_SQRT, uj_tensor_binary_scalar(UJ_BIN_ADD, var, 1e-5, false)));
+  CHECK(kernels_have(var, "REDUCE:float32x16"), "layernorm's variance: a lane sum");
+  /* exp is within an ulp or two of the evaluator's (docs/transcendental.md), not bit for bit */
+  double *got_sm = values(s, sm, ulps(4, 0), "softmax"),
+         *got_lsm = values(s, lsm, ulps(4, 1e-6), "log_softmax");
+  double *got_ln = values(s, ln, EXACT, "layernorm");
+  for (int i = 0; got_sm && got_lsm && got_ln && i < R; i++) {
+    double m = -INFINITY, sum = 0, mu = 0, sq = 0;
+    for (int j = 0; j < N; j++) m = fmax(m, v[i * N + j]), mu += v[i * N + j] / N;
+    for (int j = 0; j < N; j++)
+      sum += exp(v[i * N + j] - m), sq += (v[i * N + j] - mu) * (v[i * N + j] - mu) / N;
+    for (int j = 0; j < N; j += 97) {
+      CHECK(close_to(got_sm[i * N + j], exp(v[i * N + j] - m) / sum, (Tol){1e-5, 1e-9}),
+            "softmax [%d, %d]", i, j);
+      CHECK(close_to(got_lsm[i * N + j], v[i * N + j] - m - log(sum), (Tol){1e-5, 1e-6}),
+            "log_softmax [%d, %d]", i, j);
+      CHECK(close_to(got_ln[i * N + j], (v[i * N + j] - mu) / sqrt(sq + 1e-5), (Tol){1e-4, 1e-5}),
+            "layernorm [%d, %d]", i, j);
+    }
+  }
+  free(got_sm), free(got_lsm), free(got_ln), free(v);
+}
+
+/* A sum of products stays fused where the plain sum is (MULACC); a max
+ * with NaN and signed zeros; an integer sum; the two-stage big sum ends
+ * in a lane sum. */
+static void test_special(uj_session *s, Rng *r) {
+  double *v;
+  uj_tensor *a = random_f32(s, r, SHAPE(4, 512), -1, 1, false, &v),
+            *b = uj_tensor_unary(UJ_UN_SIN, a);
+  free(v);
+  uj_tensor *ab = uj_tensor_binary(UJ_BIN_MUL, a, b);
+  uj_tensor *dot = uj_tensor_reduce(UJ_RED_SUM, ab, (int[]){-1}, 1, false);
+  uj_tensor *a8 = random_f32(s, r, SHAPE(4, 8), -1, 1, false, &v);
+  free(v);
+  uj_tensor *shortdot =
+      uj_tensor_reduce(UJ_RED_SUM, uj_tensor_binary(UJ_BIN_MUL, a8, a8), (int[]){-1}, 1, false);
+  bool fused = kernels_have(shortdot, "MULACC");
+  CHECK(kernels_have(dot, fused ? "REDUCE:float32x16 MULACC" : "REDUCE:float32x16 ADD"),
+        "a row of products: %s lanes", fused ? "fused" : "plain");
+  free(values(s, dot, EXACT, "a row of products"));
+  float z[4 * 256];
+  for (int i = 0; i < 4 * 256; i++) z[i] = i % 3 ? -0.0f : 0.0f;
+  for (int i = 256; i < 512; i++) z[i] = -0.0f; /* row 1: all -0.0 */
+  z[2 * 256 + 77] = NAN;
+  uj_tensor *mz = uj_tensor_reduce(UJ_RED_MAX, tf32(s, SHAPE(4, 256), z), (int[]){1}, 1, false);
+  CHECK(kernels_have(mz, "REDUCE:float32x32 MAX"), "a row max: 32 lanes");
+  uint64_t *w = jit_words(s, mz, "max of signed zeros");
+  TensorValue want = {0};
+  if (w && evaluate(s, mz, &want, "max of signed zeros"))
+    check_against_evaluator(s, mz, &want, w, EXACT, "max of signed zeros");
+  CHECK(w && word_value(UJ_FLOAT32, w[0]) == 0 && !signbit(word_value(UJ_FLOAT32, w[0])),
+        "max(-0, +0) = +0");
+  CHECK(w && signbit(word_value(UJ_FLOAT32, w[1])), "max(-0, -0) = -0");
+  CHECK(w && isnan(word_value(UJ_FLOAT32, w[2])), "a NaN wins");
+  tensor_value_free(&want), free(w);
+  double *zs =
+      values(s, uj_tensor_reduce(UJ_RED_SUM, tf32(s, SHAPE(4, 256), z), (int[]){1}, 1, false),
+             EXACT, "sums of zeros");
+  CHECK(zs && signbit(zs[1]) && !signbit(zs[0]),
+        "a lane sum of -0.0s is -0.0 (its partials start at -0.0), with a +0.0 it is +0.0");
+  free(zs);
+  uj_tensor *ints = uj_tensor_cast(uj_tensor_binary_scalar(UJ_BIN_MUL, a, 1e6, false), UJ_INT32);
+  uj_tensor *isum = uj_tensor_reduce(UJ_RED_SUM, ints, (int[]){-1}, 1, false);
+  CHECK(kernels_have(isum, "REDUCE:int32x32 ADD"), "an int32 row sum: 32 lanes");
+  free(values(s, isum, EXACT, "int32 row sums"));
+  uj_tensor *big = uj_tensor_reduce(
+      UJ_RED_SUM, uj_tensor_reshape(uj_tensor_cast(ints, UJ_FLOAT32), SHAPE(2, 1024)), NULL, 0,
+      false);
+  free(values(s, big, EXACT, "a sum of 2048: lanes over all axes"));
+  double *x2;
+  uj_tensor *huge = random_f32(s, r, SHAPE(2, 1 << 16), -1, 1, false, &x2);
+  uj_tensor *hs = uj_tensor_reduce(UJ_RED_SUM, huge, (int[]){1}, 1, true);
+  CHECK(uj_tensor_kernel_count(hs) == 2 && kernels_have(hs, "REDUCE:float32x16 ADD"),
+        "2^16: partials, then a lane sum");
+  free(values(s, hs, EXACT, "two stages")), free(x2);
+}
+
+int main(void) {
+  const char *error = NULL;
+  uj_session *s = uj_session_new("CPU", &error);
+  CHECK(s != NULL, "session: %s", error ? error : "?");
+  if (!s) return check_report("test_tensor_lanes");
+  Rng r = {0x9E3779B97F4A7C15ull};
+  test_row_sums(s, &r);
+  test_shapes(s, &r);
+  test_softmax_layernorm(s, &r);
+  test_special(s, &r);
+  uj_session_free(s);
+  return check_report("test_tensor_lanes");
+}
