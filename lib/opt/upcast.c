@@ -16,6 +16,7 @@
  * Kernels whose REDUCE nests another that depends on c are left alone. */
 #include <stdlib.h>
 
+#include "opt/lanes.h"
 #include "opt/opt.h"
 #include "rewrite/rewrite.h"
 #include "uop/alu.h"
@@ -104,30 +105,6 @@ static const UOp *innermost_end(const UOp *kernel) {
   return ok ? e : NULL;
 }
 
-/* VECTORIZE(op(a0, b0), .., op(an, bn)) -> op(VECTORIZE(a..), VECTORIZE(b..)):
- * lanes of one ALU op become one vector op, down to the loads, so a lane
- * pattern such as (a[r] * b[c] for r < 4, c < 8) reaches LLVM as four
- * scalars and eight adjacent loads, not 32 separate products. */
-static const UOp *rw_vector_op(Rewriter *rw, const UOp *root, const Binds *m) {
-  const UOp *first = root->src[0];
-  Op op = (Op)first->op;
-  if (!op_has(op, OPF_ALU) || first->dtype.lanes != 1 || root->nsrc > UPCAST_MAX_LANES) return NULL;
-  for (uint32_t i = 1; i < root->nsrc; i++)
-    if (root->src[i]->op != op || !dt_eq(root->src[i]->dtype, first->dtype) || root->src[i]->nsrc != first->nsrc) return NULL;
-  const UOp *lanes[UPCAST_MAX_LANES], *vec[3];
-  for (uint32_t k = 0; k < first->nsrc; k++) {
-    for (uint32_t i = 0; i < root->nsrc; i++) lanes[i] = root->src[i]->src[k];
-    DType d = uj_dtype_vec((uj_scalar)first->src[k]->dtype.scalar, root->nsrc);
-    if (dt_is_ptr(first->src[k]->dtype)) return NULL;
-    vec[k] = uop_new(rw->ctx, UJ_OP_VECTORIZE, d, lanes, root->nsrc, arg_none());
-  }
-  return uop_new(rw->ctx, op, root->dtype, vec, first->nsrc, (Arg){first->name, first->ints, first->nints});
-}
-
-static const Rule vector_rules[] = {
-  {"(VECTORIZE ...)", rw_vector_op}, // VECTORIZE(op(a_i, b_i)) -> op(VECTORIZE(a), VECTORIZE(b))
-};
-
 static const UOp *replace_end(void *user, const UOp *u, const UOp *rebuilt) {
   const UOp *const *swap = user;
   return u == swap[0] ? swap[1] : rebuilt;
@@ -200,11 +177,8 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel) {
       DType vd = uj_dtype_vec(lane, total);
       src[0] = uop_binary(ctx, UJ_OP_MUL, uop_new(ctx, UJ_OP_VECTORIZE, vd, fa, total, arg_none()),
                           uop_new(ctx, UJ_OP_VECTORIZE, vd, fb, total, arg_none()));
-    } else if (!has_gated_load(ctx, src[0])) { /* gated lanes stay scalar: LLVM branches around each */
-      RuleSet *rs = ruleset_new(ctx, vector_rules, sizeof vector_rules / sizeof *vector_rules);
-      src[0] = rs ? graph_rewrite(ctx, src[0], rs, NULL) : NULL;
-      ruleset_free(rs);
-      if (!src[0]) return NULL;
+    } else if (!has_gated_load(ctx, src[0]) && !(src[0] = opt_vectorize(ctx, x, total))) {
+      return NULL; /* lanes of one ALU op as one vector op, down to the loads (lanes.h); gated lanes stay scalar */
     }
     for (uint32_t k = 1; k < reduces[i]->nsrc; k++) src[k] = reduces[i]->src[k];
     DType vd = uj_dtype_vec((uj_scalar)reduces[i]->dtype.scalar, total);
