@@ -28,8 +28,7 @@
  * NaN and orders -0 below +0) is longer than an add's (docs/opt.md). */
 enum { LANES_FREE_WIDTH = 32, LANES_MAX_VECTOR = 64, LANES_MAX_INNER = 8, LANES_MAX_RANGES = 8 };
 
-/* Whether x's graph contains node. */
-static bool contains(Ctx *ctx, const UOp *x, const UOp *node) {
+bool opt_contains(Ctx *ctx, const UOp *x, const UOp *node) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, x, &nodes);
   bool found = false;
@@ -157,9 +156,9 @@ static size_t inner_reduces(Ctx *ctx, const UOp *value, const UOp *j, const UOp 
   bool ok = count > 0;
   for (size_t i = 0; ok && i < count; i++) {
     const UOp *u = nodes[i];
-    if (u->op != UJ_OP_REDUCE || u->dtype.lanes != 1 || !contains(ctx, u->src[0], j)) continue;
-    for (uint32_t k = 1; ok && k < u->nsrc; k++) ok = !contains(ctx, u->src[k], j);
-    for (size_t o = 0; ok && o < n; o++) ok = !contains(ctx, u->src[0], out[o]);
+    if (u->op != UJ_OP_REDUCE || u->dtype.lanes != 1 || !opt_contains(ctx, u->src[0], j)) continue;
+    for (uint32_t k = 1; ok && k < u->nsrc; k++) ok = !opt_contains(ctx, u->src[k], j);
+    for (size_t o = 0; ok && o < n; o++) ok = !opt_contains(ctx, u->src[0], out[o]);
     ok = ok && n < LANES_MAX_INNER;
     if (ok) out[n++] = u;
   }
@@ -199,8 +198,8 @@ static bool order_free(const UOp *reduce) {
 static bool unit_stride(Ctx *ctx, const UOp *idx, const UOp *r) {
   if (idx == r) return true;
   if (idx->op != UJ_OP_ADD || idx->nsrc != 2) return false;
-  return (unit_stride(ctx, idx->src[0], r) && !contains(ctx, idx->src[1], r)) ||
-         (unit_stride(ctx, idx->src[1], r) && !contains(ctx, idx->src[0], r));
+  return (unit_stride(ctx, idx->src[0], r) && !opt_contains(ctx, idx->src[1], r)) ||
+         (unit_stride(ctx, idx->src[1], r) && !opt_contains(ctx, idx->src[0], r));
 }
 
 /* Whether x loads along r, every such load ungated and from consecutive
@@ -212,7 +211,7 @@ static bool loads_consecutive(Ctx *ctx, const UOp *x, const UOp *r) {
   for (size_t i = 0; ok && i < count; i++) {
     const UOp *u = nodes[i];
     ok = u->op != UJ_OP_REDUCE;
-    if (!ok || u->op != UJ_OP_INDEX || !contains(ctx, u, r)) continue;
+    if (!ok || u->op != UJ_OP_INDEX || !opt_contains(ctx, u, r)) continue;
     ok = u->nsrc == 2 && unit_stride(ctx, u->src[1], r);
     loads++;
   }

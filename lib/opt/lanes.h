@@ -28,4 +28,7 @@ const UOp *opt_lanes(Ctx *ctx, const UOp *kernel);
  * NULL with the error set on failure. */
 const UOp *opt_vectorize(Ctx *ctx, const UOp *const *x, unsigned n);
 
+/* Whether x's graph contains node. */
+bool opt_contains(Ctx *ctx, const UOp *x, const UOp *node);
+
 #endif

@@ -23,16 +23,6 @@
 
 enum { UPCAST_COLUMN_LANES = 16, UPCAST_ROWS = 4, UPCAST_MAX_LANES = UPCAST_COLUMN_LANES * UPCAST_ROWS, UPCAST_BYTES = 32 };
 
-/* Whether x's graph contains node. */
-static bool contains(Ctx *ctx, const UOp *x, const UOp *node) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, x, &nodes);
-  bool found = false;
-  for (size_t i = 0; i < n && !found; i++) found = nodes[i] == node;
-  free(nodes);
-  return found;
-}
-
 /* An axis being upcast: its range, the outer range that replaces it, and
  * how many lanes each outer step covers. */
 typedef struct Axis {
@@ -86,8 +76,8 @@ static bool find_reduces(Ctx *ctx, const UOp *value, const UOp *range, const UOp
   *n = 0;
   for (size_t i = 0; ok && i < count; i++) {
     const UOp *u = nodes[i];
-    if (u->op != UJ_OP_REDUCE || u->dtype.lanes != 1 || !contains(ctx, u->src[0], range)) continue;
-    for (size_t j = 0; ok && j < *n; j++) ok = !contains(ctx, u->src[0], out[j]);
+    if (u->op != UJ_OP_REDUCE || u->dtype.lanes != 1 || !opt_contains(ctx, u->src[0], range)) continue;
+    for (size_t j = 0; ok && j < *n; j++) ok = !opt_contains(ctx, u->src[0], out[j]);
     if (ok && *n == max) ok = false;
     if (ok) out[(*n)++] = u;
   }
@@ -145,7 +135,7 @@ static bool has_gated_load(Ctx *ctx, const UOp *x) {
  * branches: 32 of them per step cost more than the loads they share). */
 static bool rows_pay(Ctx *ctx, const UOp *const *reduces, size_t n, const UOp *range) {
   for (size_t i = 0; i < n; i++)
-    if (!contains(ctx, reduces[i]->src[0], range) || has_gated_load(ctx, reduces[i]->src[0])) return false;
+    if (!opt_contains(ctx, reduces[i]->src[0], range) || has_gated_load(ctx, reduces[i]->src[0])) return false;
   return true;
 }
 
