@@ -186,7 +186,7 @@ static bool emit_reduce(State *s, const UOp *u) {
   }
   if (!emit_value(s, u->src[0])) return false;
   const UOp *x = u->src[0];
-  bool product = op == UJ_OP_MULACC && x->op == UJ_OP_MUL; /* fused (docs/semantics.md) */
+  bool product = reduce_fused_product(u) != NULL; /* fused (docs/semantics.md) */
   LLVMValueRef ab[2] = {product ? s->val[x->src[0]->id] : NULL, product ? s->val[x->src[1]->id] : NULL};
   LLVMValueRef next = render_accumulate(&s->r, u, op, acc, s->val[x->id], product ? ab : NULL);
   while (s->depth > first) {

@@ -306,6 +306,11 @@ uint64_t alu_identity(Op op, uj_scalar s) {
   return word_from_int(s, info->bits == 64 ? INT64_MIN : -(int64_t)(1ull << (info->bits - 1)));
 }
 
+const UOp *reduce_fused_product(const UOp *reduce) {
+  const UOp *x = reduce->op == UJ_OP_REDUCE && strcmp(reduce->name, "MULACC") == 0 ? reduce->src[0] : NULL;
+  return x && x->op == UJ_OP_MUL ? x : NULL;
+}
+
 uint64_t alu_reduce_step(Op op, uj_scalar s, uint64_t acc, uint64_t v, const uint64_t *ab) {
   if (op == UJ_OP_MULACC && ab) return alu_eval(UJ_OP_MULACC, s, s, (const uint64_t[]){ab[0], ab[1], acc});
   return alu_eval(op == UJ_OP_MULACC ? UJ_OP_ADD : op, s, s, (const uint64_t[]){acc, v, 0});

@@ -27,6 +27,8 @@ uint64_t alu_identity(Op op, uj_scalar s);
 /* One step of a REDUCE by op: acc op v. A MULACC reduce accumulates a
  * value that is a product a * b (ab = {a, b}) with one fused rounding,
  * fma(a, b, acc); any other value (ab NULL) is added (= fma(v, 1, acc)). */
+/* The product MUL(a, b) a REDUCE by MULACC fuses (its value), or NULL. */
+const UOp *reduce_fused_product(const UOp *reduce);
 uint64_t alu_reduce_step(Op op, uj_scalar s, uint64_t acc, uint64_t v, const uint64_t *ab);
 /* The bit pattern of a value as stored in memory (IEEE bits for floats,
  * two's complement truncated to the width for ints, 0/1 for bool), and the

@@ -537,7 +537,7 @@ static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *ac
     if (!eval_value_node(ev, u->src[0])) return false;
     const UOp *x = u->src[0];
     const uint64_t *v = words_of(ev, x);
-    bool product = op == UJ_OP_MULACC && x->op == UJ_OP_MUL; /* fused: its sources are computed too */
+    bool product = reduce_fused_product(u) != NULL; /* its sources are computed too */
     const uint64_t *a = product ? words_of(ev, x->src[0]) : NULL, *b = product ? words_of(ev, x->src[1]) : NULL;
     for (unsigned lane = 0; lane < u->dtype.lanes; lane++)
       acc[lane] = alu_reduce_step(op, s, acc[lane], v[lane], product ? (const uint64_t[]){a[lane], b[lane]} : NULL);

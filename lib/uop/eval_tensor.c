@@ -192,12 +192,6 @@ static void compute_movement(const TensorEval *te, const UOp *u, int64_t count, 
   }
 }
 
-/* The product a MULACC REDUCE fuses (it reads the MUL's sources), or NULL. */
-static const UOp *fused_product(const UOp *u) {
-  const UOp *x = u->op == UJ_OP_REDUCE && strcmp(u->name, "MULACC") == 0 ? u->src[0] : NULL;
-  return x && x->op == UJ_OP_MUL ? x : NULL;
-}
-
 /* REDUCE over axes: each element folds, from the identity, the source
  * elements that share its index on the other axes, in C order over the
  * reduced axes (the last one fastest, whatever order the arg lists them). */
@@ -208,7 +202,7 @@ static void compute_reduce(const TensorEval *te, const UOp *u, int64_t count, ui
   size_t lanes = u->dtype.lanes;
   Op op = UJ_OP_ADD;
   op_from_name(u->name, strlen(u->name), &op);
-  const UOp *product = fused_product(u);
+  const UOp *product = reduce_fused_product(u);
   const uint64_t *a = product ? array_of(te, x->src[0]) : NULL, *b = product ? array_of(te, x->src[1]) : NULL;
   int64_t part[TENSOR_MAX_AXES], idx[TENSOR_MAX_AXES], pidx[TENSOR_MAX_AXES], sidx[TENSOR_MAX_AXES],
       nparts = 1;
@@ -275,7 +269,7 @@ static void use_release(TensorEval *te, const UOp *v) {
 /* Frees the arrays of u's sources that no node still to be computed uses. */
 static void sources_release(TensorEval *te, const UOp *u) {
   for (uint32_t i = 0; i < u->nsrc; i++) use_release(te, u->src[i]);
-  const UOp *p = fused_product(u);
+  const UOp *p = reduce_fused_product(u);
   if (p) use_release(te, p->src[0]), use_release(te, p->src[1]);
 }
 
@@ -291,7 +285,7 @@ static bool tensor_eval_run(TensorEval *te, const UOp *root) {
   for (size_t i = te->norder; i-- > 0;) /* users first: the node out of place is named */
     if (!node_check(te, te->order[i], root)) return false;
   for (size_t i = 0; i < te->norder; i++) {
-    const UOp *u = te->order[i], *p = fused_product(u);
+    const UOp *u = te->order[i], *p = reduce_fused_product(u);
     for (uint32_t k = 0; k < u->nsrc; k++) te->uses[u->src[k]->id]++;
     if (p) te->uses[p->src[0]->id]++, te->uses[p->src[1]->id]++;
   }
