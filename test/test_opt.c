@@ -9,6 +9,7 @@
 
 #include "jit_util.h"
 #include "opt/opt.h"
+#include "runtime/device.h"
 
 static const char *gemm(const char *t, const char *value, int64_t n) {
   static char buf[2048];
@@ -36,18 +37,22 @@ static unsigned char *fill(DType d, size_t count, int seed) {
 }
 
 /* sum_t: the dtype of the value's REDUCEs when it is not t. */
-static void check_upcast_sum(Ctx *ctx, const char *t, const char *sum_t, const char *value, int64_t n, bool expect_lanes,
-                             const char *what) {
+/* lanes: those of the block's vector REDUCEs (one register of a row)
+ * for vector_bytes-wide registers (0: the kernel must be left alone). */
+static void check_upcast_sum(Ctx *ctx, const char *t, const char *sum_t, const char *value, int64_t n, unsigned vector_bytes,
+                             unsigned lanes, const char *what) {
   DType d;
   dtype_parse(t, strlen(t), &d);
   const UOp *k = uj_parse(ctx, gemm(t, value, n), what);
   CHECK(k != NULL, "%s: %s", what, uj_error(ctx));
   if (!k) return;
-  const UOp *up = opt_upcast(ctx, k);
+  const UOp *up = opt_upcast(ctx, k, vector_bytes);
   char vec[32];
-  snprintf(vec, sizeof vec, "REDUCE:%sx%u", sum_t ? sum_t : t, 4 * 32 / (unsigned)elem_bytes(d)); /* 4 rows of 32 bytes of t */
+  snprintf(vec, sizeof vec, "REDUCE:%sx%u ", sum_t ? sum_t : t, lanes); /* one per row of the block */
   char *text = up ? uj_print(ctx, up) : NULL;
-  CHECK(text && (strstr(text, vec) != NULL) == expect_lanes, "%s: %s a %s:\n%s", what, expect_lanes ? "wants" : "must not get", vec,
+  bool upcast = false; /* a REDUCE of a vector dtype ("REDUCE:float32x8 ") */
+  for (const char *at = text; at && (at = strstr(at, "REDUCE:")) != NULL; at++) upcast |= strcspn(at, "x ") < strcspn(at, " ");
+  CHECK(text && (lanes ? strstr(text, vec) != NULL : !upcast), "%s: %s %s:\n%s", what, lanes ? "wants a" : "must not get a vector REDUCE", lanes ? vec : "",
         text ? text : uj_error(ctx));
   free(text);
   if (!up) return;
@@ -72,39 +77,47 @@ static void check_upcast_sum(Ctx *ctx, const char *t, const char *sum_t, const c
   for (int s = 0; s < 4; s++) free(b.init[s]);
 }
 
-static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, bool expect_lanes, const char *what) {
-  check_upcast_sum(ctx, t, NULL, value, n, expect_lanes, what);
+static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, unsigned lanes, const char *what) {
+  check_upcast_sum(ctx, t, NULL, value, n, 32, lanes, what);
 }
 
 static void test_upcast(Ctx *ctx) {
-  check_upcast(ctx, "float32", "%mm", 32, true, "gemm");
-  check_upcast(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 32, true, "gemm + bias, relu");
-  check_upcast(ctx, "float32", "(ADD %mm (REDUCE ADD (MUL %a %c) %k))", 16, true, "two reduces, one over the lanes");
-  check_upcast(ctx, "float64", "%mm", 8, true, "float64: 4 lanes");
-  check_upcast_sum(ctx, "float32", "float64", "(CAST:float32 (REDUCE ADD (CAST:float64 (MUL %a %b)) %k))", 32, true,
-               "a float64 sum stored as float32: the lanes are the sum's dtype");
-  check_upcast(ctx, "int32", "%mm", 24, true, "int32");
-  check_upcast(ctx, "float32", "%mm", 30, false, "30 columns: 8 does not divide");
-  check_upcast(ctx, "float32", "(ADD (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int64 32)) %j))) %k) %c)", 32, false,
+  check_upcast(ctx, "float32", "%mm", 32, 8, "gemm: 2 AVX2 registers of columns");
+  check_upcast_sum(ctx, "float32", NULL, "%mm", 32, 64, 16, "gemm: 2 AVX-512 registers of columns");
+  check_upcast_sum(ctx, "float32", NULL, "%mm", 48, 64, 16, "gemm, 48 columns: 1 AVX-512 register");
+  check_upcast(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 32, 8, "gemm + bias, relu");
+  check_upcast(ctx, "float32", "(ADD %mm (REDUCE ADD (MUL %a %c) %k))", 16, 8, "two reduces, one over the lanes");
+  check_upcast(ctx, "float64", "%mm", 8, 4, "float64: 2 registers of 4");
+  check_upcast_sum(ctx, "float32", "float64", "(CAST:float32 (REDUCE ADD (CAST:float64 (MUL %a %b)) %k))", 32, 32, 8,
+                   "a float64 sum stored as float32: the lanes are the sum's dtype");
+  check_upcast(ctx, "int32", "%mm", 24, 8, "int32, 24 columns: 1 register");
+  check_upcast(ctx, "float32", "%mm", 30, 0, "30 columns: 8 does not divide");
+  check_upcast(ctx, "float32", "(ADD (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int64 32)) %j))) %k) %c)", 32, 8,
                "a reduce not over the rows: columns only");
-  check_upcast(ctx, "float32", "(ADD %c %c)", 32, false, "no reduce: LLVM vectorizes the loop itself");
-  check_upcast(ctx, "float32", "(REDUCE ADD (MUL %a (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %q (CONST:int64 32)) %j))) %q)) %k)", 32, false, "a reduce nesting one over the lanes");
+  check_upcast(ctx, "float32", "(ADD %c %c)", 32, 0, "no reduce: LLVM vectorizes the loop itself");
+  check_upcast(ctx, "float32", "(REDUCE ADD (MUL %a (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %q (CONST:int64 32)) %j))) %q)) %k)", 32, 0, "a reduce nesting one over the lanes");
 }
 
-/* The inner loop of a 1024x1024 GEMM kernel, upcast: b[k, 8 columns] as
- * one vector load, a 4x8 block of products and sums (LLVM splits the
- * 32 lanes into four 8-float registers). */
+/* The inner loop of a 1024x1024 GEMM kernel, upcast for this CPU: rows
+ * of 2 registers of columns, b[k, one register of columns] as one vector
+ * load, a[row, k] broadcast, fused multiply-adds on whole registers. */
 static void test_gemm_ir(Ctx *ctx) {
   const char *text =
       "%i = (RANGE global 0 (CONST:int64 1024))\n%j = (RANGE loop 1 (CONST:int64 1024))\n%k = (RANGE reduce 2 (CONST:int64 1024))\n"
       "(SINK (END %i (END %j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %i (CONST:int64 1024)) %j))\n"
-      " (REDUCE ADD (MUL (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int64 1024)) %k)))\n"
+      " (REDUCE MULACC (MUL (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int64 1024)) %k)))\n"
       "                  (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int64 1024)) %j)))) %k)))))";
   const UOp *k = uj_parse(ctx, text, "gemm1024");
-  const UOp *up = k ? opt_kernel(ctx, k) : NULL;
+  const char *why = NULL;
+  Device *cpu = device_open(ctx, "CPU", &why);
+  CHECK(cpu && cpu->vector_bytes >= 16, "the CPU device: %s", why ? why : "no vector width");
+  unsigned vector_bytes = cpu ? cpu->vector_bytes : 16, lanes = vector_bytes / 4;
+  device_close(cpu);
+  const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){vector_bytes}) : NULL;
   char *ir = up ? uj_emit(ctx, up, UJ_EMIT_IR_OPT, NULL, NULL) : NULL;
-  CHECK(ir && strstr(ir, "load <8 x float>") && strstr(ir, "fmul <32 x float>") && strstr(ir, "fadd <32 x float>"),
-        "1024x1024 GEMM: 8-float loads of b, 4x8 products and sums:\n%s", ir ? ir : uj_error(ctx));
+  char load[64], fma[64];
+  snprintf(load, sizeof load, "load <%u x float>", lanes), snprintf(fma, sizeof fma, "@llvm.fma.v%uf32(<%u x float>", lanes, lanes);
+  CHECK(ir && strstr(ir, load) && strstr(ir, fma), "1024x1024 GEMM: %s, %s:\n%s", load, fma, ir ? ir : uj_error(ctx));
   free(ir);
 }
 

@@ -11,7 +11,7 @@
 #include "schedule/schedule.h"
 #include "tensor/tensor_impl.h"
 
-static const ScheduleTarget cpu = {"CPU", 64};
+static const ScheduleTarget cpu = {"CPU", 64, {32}};
 
 static uj_tensor *rnd(uj_session *s, int64_t a, int64_t b, uint64_t seed) { return uj_tensor_rand(s, (int64_t[]){a, b}, 2, seed); }
 static uj_tensor *bin(uj_binop op, uj_tensor *a, uj_tensor *b) { return uj_tensor_binary(op, a, b); }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llvm/target.h"
 #include "runtime/device.h"
 
 enum { CPU_ALIGN = 64 };
@@ -23,6 +24,11 @@ static bool cpu_copy(Device *d, void *dst, const void *src, size_t bytes) {
   (void)d;
   if (bytes) memcpy(dst, src, bytes);
   return true;
+}
+
+static unsigned cpu_vector_bytes(Device *d) {
+  Target t;
+  return target_init(d->ctx, TARGET_CPU, NULL, &t) ? t.vector_bytes : 16;
 }
 
 static void *cpu_compile(Device *d, const UOp *kernel, const char *name) {
@@ -49,6 +55,7 @@ const DeviceOps cpu_device_ops = {
   .free = cpu_free,
   .copy_in = cpu_copy,
   .copy_out = cpu_copy,
+  .vector_bytes = cpu_vector_bytes,
   .compile = cpu_compile,
   .launch = cpu_launch,
   .program_free = cpu_program_free,

@@ -18,14 +18,15 @@
 #include "llvm/render.h"
 #include "uop/alu.h"
 
-enum { MAX_LOOPS = 64, GRID_DIMS = 3 };
+enum { MAX_LOOPS = 64, GRID_DIMS = 3, MAX_GROUP = 32 };
 
 typedef struct Loop {
   const UOp *range;
   LLVMBasicBlockRef pre, header, exit;
   LLVMValueRef phi;   /* NULL for a grid index */
   LLVMValueRef start; /* the phi's first value: 0, or a part's start */
-  LLVMValueRef acc; /* a REDUCE's accumulator phi, or NULL */
+  LLVMValueRef acc[MAX_GROUP]; /* the accumulator phis of the REDUCEs it runs */
+  unsigned naccs;
   uint64_t serial;
 } Loop;
 
@@ -54,6 +55,11 @@ typedef struct State {
   unsigned ngrid;
   const UOp *parallel;        /* CPU: the RANGE split in parts, or NULL */
   LLVMValueRef part, nparts;  /* CPU: the body's last two arguments (i64) */
+  /* the kernel's REDUCEs over RANGEs that may share a loop with another
+   * (no REDUCE in their value), each with the RANGEs its value uses
+   * beyond its own: outer[first[i] .. first[i + 1]) */
+  const UOp **reduces, **outer;
+  size_t nreduces, *first;
 } State;
 
 static bool is_effect(const UOp *u) {
@@ -163,38 +169,78 @@ static LLVMValueRef emit_vectorize(State *s, const UOp *u) {
 
 static bool emit_value(State *s, const UOp *u);
 static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid);
-static void loop_close(State *s, LLVMValueRef acc_next);
+static void loop_close(State *s, LLVMValueRef *acc_next);
+
+/* Whether x's outer ranges (REDUCE i's) are all open here. */
+static bool ranges_open(const State *s, size_t i) {
+  for (size_t k = s->first[i]; k < s->first[i + 1]; k++) {
+    bool open = false;
+    for (unsigned d = 0; d < s->depth && !open; d++) open = s->loops[d].range == s->outer[k];
+    if (!open) return false;
+  }
+  return true;
+}
+
+/* u and the REDUCEs that run in its loops: those over the same RANGEs
+ * (in order) not yet computed here, whose values hold no REDUCE and use
+ * only RANGEs open here. A register-blocked GEMM's rows are such REDUCEs
+ * (docs/opt.md): one loop over k feeds all their accumulators. */
+static unsigned reduce_group(const State *s, const UOp *u, const UOp **group) {
+  unsigned n = 0;
+  group[n++] = u;
+  for (size_t i = 0; i < s->nreduces && n < MAX_GROUP; i++) {
+    const UOp *v = s->reduces[i];
+    bool same = v != u && v->nsrc == u->nsrc && !valid(s, v);
+    for (uint32_t k = 1; same && k < u->nsrc; k++) same = v->src[k] == u->src[k];
+    if (same && ranges_open(s, i)) group[n++] = v;
+  }
+  return n;
+}
 
 /* REDUCE(v, r0, r1, ...): counted loops over r0 (outermost) .. rn, an
  * accumulator phi in each header; acc = op(acc, v) in the innermost body,
- * in loop order (the evaluator's order, so float sums agree bit for bit). */
+ * in loop order (the evaluator's order, so float sums agree bit for bit).
+ * The REDUCEs of its group (reduce_group) run in the same loops, each
+ * with its own accumulators. */
 static bool emit_reduce(State *s, const UOp *u) {
-  Op op;
-  op_from_name(u->name, strlen(u->name), &op);
-  DType d = u->dtype;
-  LLVMValueRef acc = render_const(&s->r, d, alu_identity(op, (uj_scalar)d.scalar));
-  unsigned n = u->nsrc - 1, first = s->depth;
+  const UOp *group[MAX_GROUP];
+  unsigned ng = reduce_group(s, u, group), n = u->nsrc - 1, first = s->depth;
+  Op op[MAX_GROUP];
+  LLVMValueRef acc[MAX_GROUP], next[MAX_GROUP];
+  for (unsigned g = 0; g < ng; g++) {
+    op_from_name(group[g]->name, strlen(group[g]->name), &op[g]);
+    DType d = group[g]->dtype;
+    acc[g] = render_const(&s->r, d, alu_identity(op[g], (uj_scalar)d.scalar));
+  }
   for (unsigned k = 0; k < n; k++) {
     if (!loop_open(s, u, u->src[1 + k], false)) return false;
     Loop *L = &s->loops[s->depth - 1];
     LLVMBasicBlockRef body = LLVMGetInsertBlock(s->r.b);
     LLVMPositionBuilderBefore(s->r.b, LLVMGetFirstInstruction(L->header));
-    L->acc = LLVMBuildPhi(s->r.b, render_type(&s->r, d), "acc");
-    LLVMAddIncoming(L->acc, &acc, &L->pre, 1);
+    for (unsigned g = 0; g < ng; g++) {
+      L->acc[g] = LLVMBuildPhi(s->r.b, render_type(&s->r, group[g]->dtype), "acc");
+      LLVMAddIncoming(L->acc[g], &acc[g], &L->pre, 1);
+      acc[g] = L->acc[g];
+    }
+    L->naccs = ng;
     LLVMPositionBuilderAtEnd(s->r.b, body);
-    acc = L->acc;
   }
-  if (!emit_value(s, u->src[0])) return false;
-  const UOp *x = u->src[0];
-  bool product = reduce_fused_product(u) != NULL; /* fused (docs/semantics.md) */
-  LLVMValueRef ab[2] = {product ? s->val[x->src[0]->id] : NULL, product ? s->val[x->src[1]->id] : NULL};
-  LLVMValueRef next = render_accumulate(&s->r, u, op, acc, s->val[x->id], product ? ab : NULL);
+  for (unsigned g = 0; g < ng; g++)
+    if (!emit_value(s, group[g]->src[0])) return false;
+  for (unsigned g = 0; g < ng; g++) {
+    const UOp *x = group[g]->src[0];
+    bool product = reduce_fused_product(group[g]) != NULL; /* fused (docs/semantics.md) */
+    LLVMValueRef ab[2] = {product ? s->val[x->src[0]->id] : NULL, product ? s->val[x->src[1]->id] : NULL};
+    next[g] = render_accumulate(&s->r, group[g], op[g], acc[g], s->val[x->id], product ? ab : NULL);
+  }
   while (s->depth > first) {
-    LLVMValueRef exit_value = s->loops[s->depth - 1].acc; /* the header's phi, at the exit */
+    Loop *L = &s->loops[s->depth - 1];
+    LLVMValueRef exit_value[MAX_GROUP]; /* the header's phis, at the exit */
+    memcpy(exit_value, L->acc, ng * sizeof *exit_value);
     loop_close(s, next);
-    next = exit_value;
+    memcpy(next, exit_value, ng * sizeof *next);
   }
-  set_value(s, u, next, NULL);
+  for (unsigned g = 0; g < ng; g++) set_value(s, group[g], next[g], NULL);
   return true;
 }
 
@@ -369,9 +415,9 @@ static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid) {
   return true;
 }
 
-/* Closes the innermost loop; acc_next: the accumulator's value at the
- * latch when the loop has one. */
-static void loop_close(State *s, LLVMValueRef acc_next) {
+/* Closes the innermost loop; acc_next: its accumulators' values at the
+ * latch (NULL when it has none). */
+static void loop_close(State *s, LLVMValueRef *acc_next) {
   LLVMBuilderRef B = s->r.b;
   Loop *L = &s->loops[--s->depth];
   if (L->phi) {
@@ -382,7 +428,7 @@ static void loop_close(State *s, LLVMValueRef acc_next) {
     LLVMBasicBlockRef blocks[2] = {L->pre, LLVMGetInsertBlock(B)};
     LLVMBuildBr(B, L->header);
     LLVMAddIncoming(L->phi, vals, blocks, 2);
-    if (L->acc) LLVMAddIncoming(L->acc, &acc_next, &blocks[1], 1);
+    for (unsigned g = 0; g < L->naccs; g++) LLVMAddIncoming(L->acc[g], &acc_next[g], &blocks[1], 1);
   } else {
     LLVMBuildBr(B, L->exit);
   }
@@ -528,7 +574,8 @@ static bool state_alloc(State *s, size_t n) {
 }
 
 static void state_free(State *s) {
-  void *owned[] = {s->val, s->gate, s->lvl, s->ser, s->pushed, s->done0, s->walk, s->steps, s->params};
+  void *owned[] = {s->val, s->gate, s->lvl, s->ser, s->pushed, s->done0, s->walk, s->steps, s->params,
+                   s->reduces, s->outer, s->first};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
 }
 
@@ -584,6 +631,39 @@ static bool emit_allocs(State *s, const UOp *root) {
   return ok;
 }
 
+/* Appends REDUCE r to the list of those that may join another's loops
+ * (reduce_group) when its value holds no REDUCE, with the RANGEs its
+ * value uses beyond its own; false when out of memory. */
+static bool add_reduce(State *s, const UOp *r, size_t nranges) {
+  const UOp **inner = NULL;
+  size_t m = uop_toposort(s->r.ctx, r->src[0], &inner), at = s->first[s->nreduces];
+  bool alone = m == 0;
+  for (size_t k = 0; k < m && !alone; k++) alone = inner[k]->op == UJ_OP_REDUCE;
+  const UOp **outer = alone ? s->outer : realloc(s->outer, (at + nranges) * sizeof *outer);
+  if (outer) s->outer = outer;
+  for (size_t k = 0; k < m && outer && !alone; k++) {
+    bool own = inner[k]->op != UJ_OP_RANGE;
+    for (uint32_t j = 1; j < r->nsrc && !own; j++) own = r->src[j] == inner[k];
+    if (!own) s->outer[at++] = inner[k];
+  }
+  if (!alone && outer) s->reduces[s->nreduces] = r, s->first[++s->nreduces] = at;
+  free(inner);
+  return outer != NULL;
+}
+
+/* s->reduces, s->first, s->outer for the kernel (add_reduce). */
+static bool find_reduces(State *s, const UOp *root) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(s->r.ctx, root, &nodes), nranges = 0;
+  s->reduces = malloc((n + 1) * sizeof *s->reduces), s->first = calloc(n + 2, sizeof *s->first);
+  bool ok = n > 0 && s->reduces && s->first;
+  for (size_t i = 0; i < n; i++) nranges += nodes[i]->op == UJ_OP_RANGE;
+  for (size_t i = 0; ok && i < n; i++)
+    if (nodes[i]->op == UJ_OP_REDUCE && nodes[i]->nsrc > 1) ok = add_reduce(s, nodes[i], nranges);
+  free(nodes);
+  return ok;
+}
+
 static bool render_body(State *s, const UOp *root, const char *name) {
   char body_name[256];
   snprintf(body_name, sizeof body_name, "%s%s", name, s->r.h->kernel_cc ? "" : ".body");
@@ -596,6 +676,7 @@ static bool render_body(State *s, const UOp *root, const char *name) {
     s->parallel = kernel_parallel_range(root);
   }
   LLVMPositionBuilderAtEnd(s->r.b, LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "entry"));
+  if (!find_reduces(s, root)) return ctx_set_error(s->r.ctx, "render: out of memory"), false;
   if (!emit_allocs(s, root) || !emit_effects(s, root)) return false;
   LLVMBuildRetVoid(s->r.b);
   if (!s->r.h->kernel_cc && !make_cpu_entry(s, s->fn, name)) return ctx_set_error(s->r.ctx, "render: out of memory"), false;

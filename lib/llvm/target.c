@@ -58,6 +58,14 @@ static bool pick_arch(Ctx *ctx, const ArchInfo *archs, size_t n, const char *arc
   return false;
 }
 
+/* Whether LLVM's feature list ("+avx,-avx512f,...") enables name. */
+static bool has_feature(const char *features, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = features; (p = strstr(p, name)) != NULL; p += n)
+    if (p > features && p[-1] == '+' && (p[n] == ',' || p[n] == 0)) return true;
+  return false;
+}
+
 static void host_init(Target *out) {
   char *triple = LLVMGetDefaultTargetTriple();
   char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
@@ -68,6 +76,7 @@ static void host_init(Target *out) {
    * flushed to zero; docs/semantics.md keeps them, so LLVM must call our
    * runtime's conversions instead (backends/cpu/runtime.c) */
   snprintf(out->features, sizeof out->features, "%s,-avx512bf16,-avxneconvert", features);
+  out->vector_bytes = has_feature(features, "avx512f") ? 64 : has_feature(features, "avx") ? 32 : 16;
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(features);
 }
@@ -76,6 +85,7 @@ bool target_init(Ctx *ctx, TargetKind kind, const char *arch, Target *out) {
   pthread_once(&llvm_once, llvm_targets_init);
   memset(out, 0, sizeof *out);
   out->kind = kind;
+  out->vector_bytes = 16; /* GPUs: a 16-byte load or store per thread */
   switch (kind) {
   case TARGET_CPU:
     host_init(out);

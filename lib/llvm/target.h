@@ -19,6 +19,7 @@ typedef struct Target {
   char triple[64];
   char cpu[64];       /* host CPU name ("znver3"), "sm_90", "gfx90a" */
   char features[4096]; /* "+avx2,+fma,..." for the host; "+ptx80" for NVPTX */
+  unsigned vector_bytes; /* the widest vector register: 64 (AVX-512), 32 (AVX2), 16 */
 } Target;
 
 extern const char *const target_kind_names[TARGET_COUNT]; /* "cpu", "nvptx", "amdgpu" */

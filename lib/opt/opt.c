@@ -2,10 +2,10 @@
 #include "opt/opt.h"
 #include "opt/lanes.h"
 
-const UOp *opt_kernel(Ctx *ctx, const UOp *kernel) {
+const UOp *opt_kernel(Ctx *ctx, const UOp *kernel, const OptTarget *t) {
   const UOp *k = kernel;
   k = k ? opt_lanes(ctx, k) : NULL;
-  k = k ? opt_upcast(ctx, k) : NULL;
+  k = k ? opt_upcast(ctx, k, t->vector_bytes) : NULL;
   k = k ? opt_parallel(ctx, k) : NULL;
   return k;
 }

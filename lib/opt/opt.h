@@ -16,9 +16,14 @@
 
 #include "uop/uop.h"
 
-const UOp *opt_kernel(Ctx *ctx, const UOp *kernel);
+/* What kernels are shaped for. */
+typedef struct OptTarget {
+  unsigned vector_bytes; /* the widest vector register: 64 (AVX-512), 32 (AVX2), 16 (SSE, GPUs) */
+} OptTarget;
 
-const UOp *opt_upcast(Ctx *ctx, const UOp *kernel);
+const UOp *opt_kernel(Ctx *ctx, const UOp *kernel, const OptTarget *t);
+
+const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
  * than this stays in one thread (a launch on the pool costs microseconds). */

@@ -21,7 +21,11 @@
 #include "rewrite/rewrite.h"
 #include "uop/alu.h"
 
-enum { UPCAST_COLUMN_LANES = 16, UPCAST_ROWS = 4, UPCAST_MAX_LANES = UPCAST_COLUMN_LANES * UPCAST_ROWS, UPCAST_BYTES = 32 };
+/* At most 2 registers of columns (32 float32 on AVX-512) times 8 rows;
+ * the accumulators of all REDUCEs in one block stay within 16 registers
+ * (AVX-512 has 32, AVX2 16: then 4 rows of 2). */
+enum { UPCAST_VECTORS = 2, UPCAST_MAX_COLUMNS = 64, UPCAST_MAX_ROWS = 8, UPCAST_MAX_LANES = UPCAST_MAX_COLUMNS * UPCAST_MAX_ROWS, UPCAST_ACC_REGISTERS = 16,
+       UPCAST_MAX_REDUCES = 32, UPCAST_MAX_SOURCES = 64 };
 
 /* An axis being upcast: its range, the outer range that replaces it, and
  * how many lanes each outer step covers. */
@@ -36,9 +40,9 @@ typedef struct Lane {
   unsigned naxes;
   const UOp *at[2];       /* what each axis's range is in this lane */
   const UOp **reduces;    /* REDUCEs over the columns ... */
-  const UOp **vectors;    /* ... and their vector REDUCEs */
+  const UOp **vectors;    /* ... and their vector REDUCEs, one per register of a row: [(reduce * rows + row) * registers + register] */
   size_t nreduces;
-  unsigned lane;
+  unsigned lane, columns, rows, width; /* width: the lanes of one register */
 } Lane;
 
 static const UOp *lane_of(void *user, const UOp *u, const UOp *rebuilt) {
@@ -47,8 +51,10 @@ static const UOp *lane_of(void *user, const UOp *u, const UOp *rebuilt) {
     if (u == l->axes[a].range) return l->at[a];
   for (size_t i = 0; i < l->nreduces; i++)
     if (u == l->reduces[i]) {
-      int64_t lane = l->lane;
-      return uop_new(l->ctx, UJ_OP_GEP, dt_lane(u->dtype), &l->vectors[i], 1, (Arg){NULL, &lane, 1});
+      unsigned column = l->lane % l->columns, row = l->lane / l->columns, registers = l->columns / l->width;
+      int64_t lane = column % l->width;
+      const UOp *v = l->vectors[(i * l->rows + row) * registers + column / l->width];
+      return uop_new(l->ctx, UJ_OP_GEP, dt_lane(u->dtype), &v, 1, (Arg){NULL, &lane, 1});
     }
   return rebuilt;
 }
@@ -139,41 +145,70 @@ static bool rows_pay(Ctx *ctx, const UOp *const *reduces, size_t n, const UOp *r
   return true;
 }
 
-const UOp *opt_upcast(Ctx *ctx, const UOp *kernel) {
+/* The vector REDUCE of one register of a row of the block: lanes x[0..columns) of one
+ * REDUCE's value (their lanes pushed down to the loads, lanes.h; a
+ * gated product stays one MUL of two VECTORIZEs, scalar lanes). */
+static const UOp *row_reduce(Ctx *ctx, const UOp *reduce, const UOp *const *x, unsigned columns) {
+  const UOp *src[UPCAST_MAX_SOURCES];
+  uj_scalar lane = (uj_scalar)reduce->src[0]->dtype.scalar; /* the reduced values' (the store may cast) */
+  DType vd = uj_dtype_vec(lane, columns);
+  src[0] = uop_new(ctx, UJ_OP_VECTORIZE, vd, x, columns, arg_none());
+  if (!src[0]) return NULL;
+  if (has_gated_load(ctx, src[0]) && reduce->src[0]->op == UJ_OP_MUL) { /* the product stays one (MULACC fuses it) */
+    const UOp *fa[UPCAST_MAX_COLUMNS], *fb[UPCAST_MAX_COLUMNS];
+    for (unsigned u = 0; u < columns; u++) fa[u] = x[u]->src[0], fb[u] = x[u]->src[1];
+    src[0] = uop_binary(ctx, UJ_OP_MUL, uop_new(ctx, UJ_OP_VECTORIZE, vd, fa, columns, arg_none()),
+                        uop_new(ctx, UJ_OP_VECTORIZE, vd, fb, columns, arg_none()));
+  } else if (!has_gated_load(ctx, src[0])) {
+    src[0] = opt_vectorize(ctx, x, columns); /* lanes of one ALU op as one vector op, down to the loads */
+  }
+  if (!src[0]) return NULL;
+  for (uint32_t k = 1; k < reduce->nsrc; k++) src[k] = reduce->src[k];
+  return uop_new(ctx, UJ_OP_REDUCE, uj_dtype_vec((uj_scalar)reduce->dtype.scalar, columns), src, reduce->nsrc,
+                 (Arg){reduce->name, NULL, 0});
+}
+
+/* The columns of a block: 2 registers of the stored value's elements,
+ * else one, if it divides the bound; 0 when neither does. */
+static unsigned block_columns(const UOp *end, DType d, unsigned vector_bytes) {
+  unsigned per = vector_bytes / (elem_bytes(d) ? (unsigned)elem_bytes(d) : 1);
+  for (unsigned c = UPCAST_VECTORS * per; c >= per && c >= 2; c /= 2)
+    if (c <= UPCAST_MAX_COLUMNS && splittable(end, c)) return c;
+  return 0;
+}
+
+const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes) {
   const UOp *end = innermost_end(kernel);
   const UOp *store = end ? end->src[1] : NULL;
   DType d = store ? store->src[1]->dtype : dt_scalar(UJ_VOID);
-  unsigned lanes = end ? (unsigned)(UPCAST_BYTES / (elem_bytes(d) ? elem_bytes(d) : 1)) : 0;
-  const UOp *r = lanes >= 2 && lanes <= UPCAST_COLUMN_LANES ? splittable(end, lanes) : NULL;
-  const UOp *reduces[UPCAST_MAX_LANES], *vectors[UPCAST_MAX_LANES];
+  unsigned columns = end ? block_columns(end, d, vector_bytes) : 0;
+  const UOp *r = columns ? splittable(end, columns) : NULL;
+  const UOp *reduces[UPCAST_MAX_REDUCES], *vectors[UPCAST_MAX_REDUCES * UPCAST_MAX_ROWS * UPCAST_VECTORS];
   size_t nreduces;
-  if (!r || !find_reduces(ctx, store->src[1], r, reduces, &nreduces, UPCAST_MAX_LANES) || nreduces == 0) return kernel;
-  Axis axes[2] = {axis_of(ctx, r, lanes)};
-  unsigned naxes = 1, total = lanes;
-  const UOp *outer_end = enclosing_end(kernel, end), *rows = outer_end ? splittable(outer_end, UPCAST_ROWS) : NULL;
-  if (rows && rows_pay(ctx, reduces, nreduces, rows)) /* rows too: each column vector load serves them all */
-    axes[naxes++] = axis_of(ctx, rows, UPCAST_ROWS), total *= UPCAST_ROWS;
-  Lane l = {ctx, axes, naxes, {NULL, NULL}, NULL, NULL, 0, 0};
-  for (size_t i = 0; i < nreduces; i++) { /* REDUCE(VECTORIZE(x in each lane), k...) */
-    const UOp *x[UPCAST_MAX_LANES], *src[256];
-    if (reduces[i]->nsrc > 256) return kernel;
-    for (unsigned u = 0; u < total; u++)
-      if (!(x[u] = in_lane(&l, reduces[i]->src[0], u))) return NULL;
-    uj_scalar lane = (uj_scalar)reduces[i]->src[0]->dtype.scalar; /* the reduced values' (the store may cast) */
-    src[0] = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec(lane, total), x, total, arg_none());
-    if (has_gated_load(ctx, src[0]) && reduces[i]->src[0]->op == UJ_OP_MUL) { /* the product stays one (MULACC fuses it) */
-      const UOp *fa[UPCAST_MAX_LANES], *fb[UPCAST_MAX_LANES];
-      for (unsigned u = 0; u < total; u++) fa[u] = x[u]->src[0], fb[u] = x[u]->src[1];
-      DType vd = uj_dtype_vec(lane, total);
-      src[0] = uop_binary(ctx, UJ_OP_MUL, uop_new(ctx, UJ_OP_VECTORIZE, vd, fa, total, arg_none()),
-                          uop_new(ctx, UJ_OP_VECTORIZE, vd, fb, total, arg_none()));
-    } else if (!has_gated_load(ctx, src[0]) && !(src[0] = opt_vectorize(ctx, x, total))) {
-      return NULL; /* lanes of one ALU op as one vector op, down to the loads (lanes.h); gated lanes stay scalar */
-    }
-    for (uint32_t k = 1; k < reduces[i]->nsrc; k++) src[k] = reduces[i]->src[k];
-    DType vd = uj_dtype_vec((uj_scalar)reduces[i]->dtype.scalar, total);
-    vectors[i] = uop_new(ctx, UJ_OP_REDUCE, vd, src, reduces[i]->nsrc, (Arg){reduces[i]->name, NULL, 0});
-  }
+  if (!r || !find_reduces(ctx, store->src[1], r, reduces, &nreduces, UPCAST_MAX_REDUCES) || nreduces == 0) return kernel;
+  for (size_t i = 0; i < nreduces; i++)
+    if (reduces[i]->nsrc > UPCAST_MAX_SOURCES) return kernel;
+  Axis axes[2] = {axis_of(ctx, r, columns)};
+  unsigned naxes = 1, rows = 1, width = vector_bytes / (unsigned)elem_bytes(d), registers;
+  width = width < columns ? width : columns, registers = columns / width;
+  const UOp *outer_end = enclosing_end(kernel, end), *row_range = NULL;
+  for (rows = UPCAST_MAX_ROWS; rows > 1 && (!outer_end || rows * registers * nreduces > UPCAST_ACC_REGISTERS ||
+                                            !(row_range = splittable(outer_end, rows)));)
+    rows /= 2;
+  if (rows > 1 && rows_pay(ctx, reduces, nreduces, row_range)) /* rows too: each column vector load serves them all */
+    axes[naxes++] = axis_of(ctx, row_range, rows);
+  else
+    rows = 1;
+  unsigned total = columns * rows;
+  Lane l = {ctx, axes, naxes, {NULL, NULL}, NULL, NULL, 0, 0, columns, rows, width};
+  for (size_t i = 0; i < nreduces; i++) /* per register of a row: REDUCE(VECTORIZE(x in each column), k...) */
+    for (unsigned row = 0; row < rows; row++)
+      for (unsigned g = 0; g < registers; g++) {
+        const UOp *x[UPCAST_MAX_COLUMNS];
+        for (unsigned c = 0; c < width; c++)
+          if (!(x[c] = in_lane(&l, reduces[i]->src[0], row * columns + g * width + c))) return NULL;
+        if (!(vectors[(i * rows + row) * registers + g] = row_reduce(ctx, reduces[i], x, width))) return NULL;
+      }
   l.reduces = reduces, l.vectors = vectors, l.nreduces = nreduces;
   const UOp *effects[1 + UPCAST_MAX_LANES];
   effects[0] = axes[0].outer;

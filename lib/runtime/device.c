@@ -25,6 +25,7 @@ Device *device_open(Ctx *ctx, const char *name, const char **error) {
     Device *d = calloc(1, sizeof *d);
     if (!d) return *error = "out of memory", NULL;
     d->name = backends[i].name, d->ops = backends[i].ops, d->index_bits = backends[i].index_bits, d->ctx = ctx;
+    d->vector_bytes = d->ops->vector_bytes ? d->ops->vector_bytes(d) : 16;
     return d;
   }
   return *error = "unknown device (known: CPU, CUDA, AMD)", NULL;

@@ -18,6 +18,8 @@ typedef struct DeviceOps {
   void (*free)(Device *d, void *mem);
   bool (*copy_in)(Device *d, void *dst, const void *host, size_t bytes);
   bool (*copy_out)(Device *d, void *host, const void *src, size_t bytes);
+  /* The widest vector register of the device's cores in bytes (opt.h). */
+  unsigned (*vector_bytes)(Device *d);
   /* A program for kernel (a SINK over PARAM slots), or NULL. */
   void *(*compile)(Device *d, const UOp *kernel, const char *name);
   bool (*launch)(Device *d, void *program, void *const *buffers, size_t n);
@@ -33,6 +35,7 @@ typedef struct CachedProgram {
 struct Device {
   const char *name;
   unsigned index_bits;   /* the narrowest index its kernels use (ScheduleTarget) */
+  unsigned vector_bytes; /* its widest vector register (ScheduleTarget) */
   const DeviceOps *ops;
   Ctx *ctx;              /* kernels and error messages */
   CachedProgram *cache;  /* compiled kernels, by kernel node */

@@ -95,7 +95,7 @@ static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
   ScheduleItem *it = &s->items[s->nitems];
   memset(it, 0, sizeof *it);
   it->kernel = rangeify_kernel(ctx, x, s->target->index_bits, &it->inputs, &it->ninputs);
-  if (it->kernel) it->kernel = opt_kernel(ctx, it->kernel); /* shaped for the target (lib/opt) */
+  if (it->kernel) it->kernel = opt_kernel(ctx, it->kernel, &s->target->opt); /* shaped for the target (lib/opt) */
   if (!it->kernel) return free(it->inputs), NULL;
   s->nitems++;
   if (!output) {

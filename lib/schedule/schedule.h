@@ -17,6 +17,7 @@
 #ifndef UJ_SCHEDULE_H
 #define UJ_SCHEDULE_H
 
+#include "opt/opt.h"
 #include "rewrite/rewrite.h"
 
 typedef struct ScheduleItem {
@@ -43,12 +44,14 @@ typedef struct Schedule {
   size_t nslabs;
 } Schedule;
 
-/* What the kernels are for: the device named in their BUFFERs, and the
+/* What the kernels are for: the device named in their BUFFERs, the
  * narrowest index it wants (64 on the CPU: free there, and the lanes of
- * an index are then visibly adjacent to LLVM; 32 on GPUs: registers). */
+ * an index are then visibly adjacent to LLVM; 32 on GPUs: registers),
+ * and what the optimizer shapes kernels for (opt.h). */
 typedef struct ScheduleTarget {
   const char *device;
   unsigned index_bits;
+  OptTarget opt;
 } ScheduleTarget;
 
 /* into: NULL, or per root the BUFFER to write it into (NULL: a new one;

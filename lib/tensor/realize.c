@@ -20,7 +20,7 @@ static Schedule *schedule_of(uj_session *s, uj_tensor *const *ts, size_t n) {
   const UOp **roots = malloc((n ? n : 1) * sizeof *roots);
   if (!roots) return tensor_fail(s, "realize", "out of memory");
   for (size_t i = 0; i < n; i++) roots[i] = ts[i]->node;
-  Schedule *sch = schedule_make(s->ctx, roots, n, NULL, known_view, s, &s->next_buffer_id, &(ScheduleTarget){s->device->name, s->device->index_bits});
+  Schedule *sch = schedule_make(s->ctx, roots, n, NULL, known_view, s, &s->next_buffer_id, &(ScheduleTarget){s->device->name, s->device->index_bits, {s->device->vector_bytes}});
   free(roots);
   return sch;
 }
@@ -74,7 +74,7 @@ uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {
   const UOp *value = node_broadcast(s, "assign", node_cast(s, src->node, (uj_scalar)view->dtype.scalar), view->shape, view->ndim);
   if (!value) return UJ_ERR_ARG;
   tensor_collect_buffers(s);
-  Schedule *sch = schedule_make(s->ctx, &value, 1, &b, known_view, s, &s->next_buffer_id, &(ScheduleTarget){s->device->name, s->device->index_bits});
+  Schedule *sch = schedule_make(s->ctx, &value, 1, &b, known_view, s, &s->next_buffer_id, &(ScheduleTarget){s->device->name, s->device->index_bits, {s->device->vector_bytes}});
   bool ok = sch && runtime_run(s->device, sch, &s->buffers);
   schedule_free(sch);
   if (!ok) return UJ_ERR_COMPILE;
