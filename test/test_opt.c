@@ -11,18 +11,22 @@
 #include "opt/opt.h"
 #include "runtime/device.h"
 
-static const char *gemm(const char *t, const char *value, int64_t n) {
+/* A rows x n GEMM over k < depth (a: rows x depth, b: depth x n, c: n),
+ * whose stored value is `value` (%mm: the product). */
+static const char *gemm_sized(const char *t, const char *value, int64_t rows, int64_t depth, int64_t n) {
   static char buf[2048];
   snprintf(buf, sizeof buf,
-           "%%i = (RANGE loop 0 (CONST:int64 16))\n%%j = (RANGE loop 1 (CONST:int64 %lld))\n%%k = (RANGE reduce 2 (CONST:int64 24))\n"
-           "%%a = (LOAD (INDEX (PARAM:%s* 1) (ADD (MUL %%i (CONST:int64 24)) %%k)))\n"
+           "%%i = (RANGE loop 0 (CONST:int64 %lld))\n%%j = (RANGE loop 1 (CONST:int64 %lld))\n%%k = (RANGE reduce 2 (CONST:int64 %lld))\n"
+           "%%a = (LOAD (INDEX (PARAM:%s* 1) (ADD (MUL %%i (CONST:int64 %lld)) %%k)))\n"
            "%%b = (LOAD (INDEX (PARAM:%s* 2) (ADD (MUL %%k (CONST:int64 %lld)) %%j)))\n"
            "%%c = (LOAD (INDEX (PARAM:%s* 3) %%j))\n%%q = (RANGE reduce 3 (CONST:int64 24))\n"
            "%%mm = (REDUCE ADD (MUL %%a %%b) %%k)\n"
            "(SINK (END %%i (END %%j (STORE (INDEX (PARAM:%s* 0) (ADD (MUL %%i (CONST:int64 %lld)) %%j)) %s))))",
-           (long long)n, t, t, (long long)n, t, t, (long long)n, value);
+           (long long)rows, (long long)n, (long long)depth, t, (long long)depth, t, (long long)n, t, t, (long long)n, value);
   return buf;
 }
+
+static const char *gemm(const char *t, const char *value, int64_t n) { return gemm_sized(t, value, 16, 24, n); }
 
 /* Fills slot memory with small values of dtype d (exact products). */
 static unsigned char *fill(DType d, size_t count, int seed) {
@@ -36,9 +40,36 @@ static unsigned char *fill(DType d, size_t count, int seed) {
   return p;
 }
 
-/* sum_t: the dtype of the value's REDUCEs when it is not t. */
+/* up, an optimized k (a gemm_sized kernel of dtype d): the JIT on up
+ * agrees with the evaluator on it, and the evaluator on up with the
+ * evaluator on k, bit for bit. */
+static void check_same(Ctx *ctx, const UOp *k, const UOp *up, DType d, int64_t rows, int64_t depth, int64_t n, const char *what) {
+  if (!up) return;
+  size_t out = (size_t)(rows * n);
+  JitBuffers b = {4, {d, d, d, d}, {out, (size_t)(rows * depth), (size_t)(depth * n), (size_t)n},
+                  {fill(d, out, 0), fill(d, (size_t)(rows * depth), 1), fill(d, (size_t)(depth * n), 2), fill(d, (size_t)n, 3)}};
+  jit_vs_eval(ctx, up, &b, NULL, NULL, 0, 0, what); /* the JIT on the optimized kernel, the evaluator on it */
+  size_t bytes = out * elem_bytes(d);
+  unsigned char *want = malloc(bytes), *got = malloc(bytes);
+  memcpy(want, b.init[0], bytes), memcpy(got, b.init[0], bytes);
+  Eval *ev = eval_new(ctx);
+  eval_bind_param(ev, 0, want, bytes);
+  for (int s = 1; s < 4; s++) eval_bind_param(ev, s, b.init[s], b.count[s] * elem_bytes(d));
+  CHECK(eval_run(ev, k), "%s: %s", what, uj_error(ctx));
+  eval_free(ev);
+  ev = eval_new(ctx);
+  eval_bind_param(ev, 0, got, bytes);
+  for (int s = 1; s < 4; s++) eval_bind_param(ev, s, b.init[s], b.count[s] * elem_bytes(d));
+  CHECK(eval_run(ev, up), "%s: %s", what, uj_error(ctx));
+  eval_free(ev);
+  CHECK(!memcmp(want, got, bytes), "%s: the optimized kernel computes what the original did, bit for bit", what);
+  free(want), free(got);
+  for (int s = 0; s < 4; s++) free(b.init[s]);
+}
+
 /* lanes: those of the block's vector REDUCEs (one register of a row)
- * for vector_bytes-wide registers (0: the kernel must be left alone). */
+ * for vector_bytes-wide registers (0: the kernel must be left alone);
+ * sum_t: the dtype of the value's REDUCEs when it is not t. */
 static void check_upcast_sum(Ctx *ctx, const char *t, const char *sum_t, const char *value, int64_t n, unsigned vector_bytes,
                              unsigned lanes, const char *what) {
   DType d;
@@ -55,26 +86,7 @@ static void check_upcast_sum(Ctx *ctx, const char *t, const char *sum_t, const c
   CHECK(text && (lanes ? strstr(text, vec) != NULL : !upcast), "%s: %s %s:\n%s", what, lanes ? "wants a" : "must not get a vector REDUCE", lanes ? vec : "",
         text ? text : uj_error(ctx));
   free(text);
-  if (!up) return;
-  JitBuffers b = {4, {d, d, d, d}, {16 * (size_t)n, 16 * 24, 24 * (size_t)n, (size_t)n},
-                  {fill(d, 16 * (size_t)n, 0), fill(d, 16 * 24, 1), fill(d, 24 * (size_t)n, 2), fill(d, (size_t)n, 3)}};
-  jit_vs_eval(ctx, up, &b, NULL, NULL, 0, 0, what); /* the JIT on the upcast kernel, the evaluator on it */
-  size_t bytes = 16 * (size_t)n * elem_bytes(d);
-  unsigned char *want = malloc(bytes), *got = malloc(bytes);
-  memcpy(want, b.init[0], bytes), memcpy(got, b.init[0], bytes);
-  Eval *ev = eval_new(ctx);
-  eval_bind_param(ev, 0, want, bytes);
-  for (int s = 1; s < 4; s++) eval_bind_param(ev, s, b.init[s], b.count[s] * elem_bytes(d));
-  CHECK(eval_run(ev, k), "%s: %s", what, uj_error(ctx));
-  eval_free(ev);
-  ev = eval_new(ctx);
-  eval_bind_param(ev, 0, got, bytes);
-  for (int s = 1; s < 4; s++) eval_bind_param(ev, s, b.init[s], b.count[s] * elem_bytes(d));
-  CHECK(eval_run(ev, up), "%s: %s", what, uj_error(ctx));
-  eval_free(ev);
-  CHECK(!memcmp(want, got, bytes), "%s: the upcast kernel computes what the original did, bit for bit", what);
-  free(want), free(got);
-  for (int s = 0; s < 4; s++) free(b.init[s]);
+  check_same(ctx, k, up, d, 16, 24, n, what);
 }
 
 static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, unsigned lanes, const char *what) {
@@ -121,6 +133,42 @@ static void test_gemm_ir(Ctx *ctx) {
   free(ir);
 }
 
+/* Cache tiling (tile.c) after register blocking: the rows cut in tiles
+ * of row blocks, the column loop inside a tile, b's panel staged in an
+ * ALLOC filled once per tile and column block; bit for bit the kernel
+ * before. Kernels it must leave alone keep their loop order. */
+static void check_tile(Ctx *ctx, const char *t, const char *value, int64_t rows, int64_t depth, int64_t n, unsigned vector_bytes,
+                       bool tiled, bool staged, const char *what) {
+  DType d;
+  dtype_parse(t, strlen(t), &d);
+  const UOp *k = uj_parse(ctx, gemm_sized(t, value, rows, depth, n), what);
+  CHECK(k != NULL, "%s: %s", what, uj_error(ctx));
+  if (!k) return;
+  const UOp *blocked = opt_upcast(ctx, k, vector_bytes), *up = blocked ? opt_tile(ctx, blocked) : NULL;
+  char *text = up ? uj_print(ctx, up) : NULL;
+  /* tiled: three loops nest around the block (t, j, u) where upcast left two */
+  bool three = text && up->src[0]->op == UJ_OP_END && up->src[0]->src[1]->op == UJ_OP_END &&
+               up->src[0]->src[1]->src[up->src[0]->src[1]->nsrc - 1]->op == UJ_OP_END;
+  CHECK(up && (up != blocked) == tiled && three == tiled, "%s: %s:\n%s", what, tiled ? "wants tiles" : "must be left alone",
+        text ? text : uj_error(ctx));
+  CHECK(text && (strstr(text, "ALLOC:") != NULL) == staged, "%s: %s a staged panel:\n%s", what, staged ? "wants" : "must not get",
+        text ? text : "");
+  free(text);
+  check_same(ctx, k, up, d, rows, depth, n, what);
+}
+
+static void test_tile(Ctx *ctx) {
+  check_tile(ctx, "float32", "%mm", 64, 128, 128, 64, true, true, "gemm 64x128x128, AVX-512: 2 tiles of 4 blocks of 8 rows");
+  check_tile(ctx, "float32", "%mm", 64, 128, 128, 32, true, true, "gemm 64x128x128, AVX2");
+  check_tile(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 64, 96, 64, 64, true, true, "gemm + bias, relu");
+  check_tile(ctx, "float64", "%mm", 32, 64, 32, 64, true, true, "float64");
+  check_tile(ctx, "int32", "%mm", 64, 64, 64, 32, true, true, "int32");
+  check_tile(ctx, "float32", "%mm", 64, 24, 128, 64, false, false, "a reduction of 24: nothing to reuse");
+  check_tile(ctx, "float32", "%mm", 8, 128, 128, 64, false, false, "one row block: no tiles to split");
+  check_tile(ctx, "float32", "%mm", 64, 128, 32, 64, false, false, "one column block: no panel to reuse");
+  check_tile(ctx, "float32", "%mm", 32, 4112, 64, 64, true, false, "a panel over 512 KiB: tiles, not staged");
+}
+
 static void test_no_wrap(Ctx *ctx) {
   const UOp *k = uj_parse(ctx,
                           "%i = (RANGE loop 0 (CONST:int32 100))\n"
@@ -138,6 +186,7 @@ static void test_no_wrap(Ctx *ctx) {
 int main(void) {
   Ctx *ctx = uj_ctx_new();
   test_upcast(ctx);
+  test_tile(ctx);
   test_gemm_ir(ctx);
   test_no_wrap(ctx);
   uj_ctx_free(ctx);

@@ -24,7 +24,7 @@
 /* At most 2 registers of columns (32 float32 on AVX-512) times 8 rows;
  * the accumulators of all REDUCEs in one block stay within 16 registers
  * (AVX-512 has 32, AVX2 16: then 4 rows of 2). */
-enum { UPCAST_VECTORS = 2, UPCAST_MAX_COLUMNS = 64, UPCAST_MAX_ROWS = 8, UPCAST_MAX_LANES = UPCAST_MAX_COLUMNS * UPCAST_MAX_ROWS, UPCAST_ACC_REGISTERS = 16,
+enum { UPCAST_VECTORS = 2, UPCAST_MIN_COLUMNS = 4, UPCAST_MAX_COLUMNS = 64, UPCAST_MAX_ROWS = 8, UPCAST_MAX_LANES = UPCAST_MAX_COLUMNS * UPCAST_MAX_ROWS, UPCAST_ACC_REGISTERS = 16,
        UPCAST_MAX_REDUCES = 32, UPCAST_MAX_SOURCES = 64 };
 
 /* An axis being upcast: its range, the outer range that replaces it, and
@@ -169,10 +169,11 @@ static const UOp *row_reduce(Ctx *ctx, const UOp *reduce, const UOp *const *x, u
 }
 
 /* The columns of a block: 2 registers of the stored value's elements,
- * else one, if it divides the bound; 0 when neither does. */
+ * else one, else halves of one down to 4 elements, the first that divides
+ * the bound (1000 columns: 8); 0 when none does. */
 static unsigned block_columns(const UOp *end, DType d, unsigned vector_bytes) {
   unsigned per = vector_bytes / (elem_bytes(d) ? (unsigned)elem_bytes(d) : 1);
-  for (unsigned c = UPCAST_VECTORS * per; c >= per && c >= 2; c /= 2)
+  for (unsigned c = UPCAST_VECTORS * per; c >= UPCAST_MIN_COLUMNS; c /= 2)
     if (c <= UPCAST_MAX_COLUMNS && splittable(end, c)) return c;
   return 0;
 }
