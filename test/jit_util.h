@@ -72,10 +72,12 @@ static inline bool jit_compare(const JitBuffers *b, unsigned char **got, unsigne
   return true;
 }
 
-/* Runs kernel through the evaluator and the JIT on copies of b's memory.
- * vars: values of the kernel's variables, sorted by name (as uj_run). */
-static inline bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b, const char *const *var_names,
-                        const int64_t *vars, size_t nvars, uint64_t ulps, const char *what) {
+/* Runs reference through the evaluator and kernel (reference, or an
+ * optimized copy of it) through the JIT on copies of b's memory. vars:
+ * values of the kernel's variables, sorted by name (as uj_run). */
+static inline bool jit_vs_eval_of(Ctx *ctx, const UOp *reference, const UOp *kernel, const JitBuffers *b,
+                                  const char *const *var_names, const int64_t *vars, size_t nvars, uint64_t ulps,
+                                  const char *what) {
   unsigned char *got[JIT_MAX_SLOTS] = {0}, *want[JIT_MAX_SLOTS] = {0};
   void *args[JIT_MAX_SLOTS] = {0};
   bool ok = true;
@@ -89,7 +91,7 @@ static inline bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b,
   Eval *ev = eval_new(ctx);
   for (int i = 0; i < b->n; i++) eval_bind_param(ev, i, want[i], b->count[i] * elem_bytes(b->dtype[i]));
   for (size_t i = 0; i < nvars; i++) eval_bind_var(ev, var_names[i], vars[i]);
-  if (!eval_run(ev, kernel)) {
+  if (!eval_run(ev, reference)) {
     CHECK(false, "%s: the evaluator fails: %s", what, uj_error(ctx));
     ok = false;
   }
@@ -117,6 +119,12 @@ static inline bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b,
   uj_program_free(p);
   for (int i = 0; i < b->n; i++) free(got[i]), free(want[i]);
   return ok;
+}
+
+/* Runs kernel through the evaluator and the JIT on copies of b's memory. */
+static inline bool jit_vs_eval(Ctx *ctx, const UOp *kernel, const JitBuffers *b, const char *const *var_names,
+                               const int64_t *vars, size_t nvars, uint64_t ulps, const char *what) {
+  return jit_vs_eval_of(ctx, kernel, kernel, b, var_names, vars, nvars, ulps, what);
 }
 
 #endif

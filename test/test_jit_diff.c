@@ -6,19 +6,42 @@
  * CPU, bit-exact against the evaluator of the same polynomial. */
 #include "codegen/transcendental.h"
 #include "kernel_corpus.h"
+#include "opt/opt.h"
+
+/* Each kernel as it is, then shaped by the optimizer (lib/opt): by the
+ * heuristics and by a config drawn at random per kernel; the JIT on the
+ * shaped kernel against the evaluator on the kernel (the shaped ones
+ * only where the optimizer changed something). */
+typedef struct Counts {
+  int kernels, shaped[2]; /* kernels; those the heuristics, a random config changed */
+} Counts;
 
 static void diff_one(Ctx *ctx, const CorpusKernel *k, void *user) {
-  int *count = user;
+  Counts *n = user;
+  int *count = &n->kernels;
+  uint64_t ulps = k->transcendental ? 2 : 0;
   (*count)++;
-  jit_vs_eval(ctx, k->kernel, &k->bufs, NULL, NULL, 0, k->transcendental ? 2 : 0, k->what);
+  jit_vs_eval(ctx, k->kernel, &k->bufs, NULL, NULL, 0, ulps, k->what);
+  OptTarget target = {(unsigned)(16 << (*count % 3))}; /* 16, 32 and 64-byte registers in turn */
+  OptConfig random = opt_config_random((uint64_t)*count);
+  const UOp *shaped[2] = {opt_kernel(ctx, k->kernel, &target), opt_apply(ctx, k->kernel, &target, &random)};
+  for (int i = 0; i < 2; i++) {
+    char what[256];
+    snprintf(what, sizeof what, "%s, %s", k->what, i ? "a random opt config" : "the opt heuristics");
+    CHECK(shaped[i] != NULL, "%s: %s", what, uj_error(ctx));
+    if (!shaped[i] || shaped[i] == k->kernel) continue;
+    n->shaped[i]++;
+    jit_vs_eval_of(ctx, k->kernel, shaped[i], &k->bufs, NULL, NULL, 0, ulps, what);
+  }
 }
 
 static void test_corpus(void) {
   Ctx *ctx = uj_ctx_new();
-  int count = 0;
-  corpus_each(ctx, diff_one, &count);
-  printf("corpus: %d kernels\n", count);
-  CHECK(count > 600, "the corpus has %d kernels", count);
+  Counts n = {0};
+  corpus_each(ctx, diff_one, &n);
+  printf("corpus: %d kernels; shaped by the opt heuristics: %d, by random configs: %d\n", n.kernels, n.shaped[0], n.shaped[1]);
+  CHECK(n.kernels > 600, "the corpus has %d kernels", n.kernels);
+  CHECK(n.shaped[1] > 100, "random opt configs changed only %d corpus kernels", n.shaped[1]);
   uj_ctx_free(ctx);
 }
 

@@ -77,7 +77,7 @@ static void check_upcast_sum(Ctx *ctx, const char *t, const char *sum_t, const c
   const UOp *k = uj_parse(ctx, gemm(t, value, n), what);
   CHECK(k != NULL, "%s: %s", what, uj_error(ctx));
   if (!k) return;
-  const UOp *up = opt_upcast(ctx, k, vector_bytes);
+  const UOp *up = opt_upcast(ctx, k, vector_bytes, &(OptConfig){0});
   char vec[32];
   snprintf(vec, sizeof vec, "REDUCE:%sx%u ", sum_t ? sum_t : t, lanes); /* one per row of the block */
   char *text = up ? uj_print(ctx, up) : NULL;
@@ -144,7 +144,7 @@ static void check_tile(Ctx *ctx, const char *t, const char *value, int64_t rows,
   const UOp *k = uj_parse(ctx, gemm_sized(t, value, rows, depth, n), what);
   CHECK(k != NULL, "%s: %s", what, uj_error(ctx));
   if (!k) return;
-  const UOp *blocked = opt_upcast(ctx, k, vector_bytes), *up = blocked ? opt_tile(ctx, blocked) : NULL;
+  const UOp *blocked = opt_upcast(ctx, k, vector_bytes, &(OptConfig){0}), *up = blocked ? opt_tile(ctx, blocked, &(OptConfig){0}) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   /* tiled: three loops nest around the block (t, j, u) where upcast left two */
   bool three = text && up->src[0]->op == UJ_OP_END && up->src[0]->src[1]->op == UJ_OP_END &&
@@ -169,6 +169,49 @@ static void test_tile(Ctx *ctx) {
   check_tile(ctx, "float32", "%mm", 32, 4112, 64, 64, true, false, "a panel over 512 KiB: tiles, not staged");
 }
 
+/* Forced configs (opt_apply) do what they say; ones a kernel cannot
+ * take leave it alone; random ones compute what the kernel did. */
+static int count_of(const char *text, const char *what) {
+  int n = 0;
+  for (const char *at = text; at && (at = strstr(at, what)) != NULL; at++) n++;
+  return n;
+}
+
+static void check_config(Ctx *ctx, const OptConfig *c, int vectors, const char *vec, bool tiled, bool staged, bool global,
+                         const char *what) {
+  const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", 64, 128, 128), what);
+  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){64}, c) : NULL;
+  char *text = up ? uj_print(ctx, up) : NULL;
+  int loops = text ? count_of(text, "(RANGE:") - count_of(text, " reduce ") : 0; /* rows, columns[, tile][, panel fill] */
+  CHECK(text && count_of(text, vec) == vectors && loops == 2 + tiled + staged &&
+            (strstr(text, "ALLOC") != NULL) == staged && (strstr(text, " global ") != NULL) == global,
+        "%s: %d x %s, %s, %s, %s:\n%s", what, vectors, vec, tiled ? "tiles" : "no tiles", staged ? "staged" : "not staged",
+        global ? "threads" : "one thread", text ? text : uj_error(ctx));
+  free(text);
+  check_same(ctx, k, up, dt_scalar(UJ_FLOAT32), 64, 128, 128, what);
+}
+
+static void test_config(Ctx *ctx) {
+  check_config(ctx, &(OptConfig){0}, 16, "REDUCE:float32x16 ", true, true, true, "the heuristics: 8 rows x 2 registers");
+  check_config(ctx, &(OptConfig){.columns = 8, .rows = 2}, 2, "REDUCE:float32x8 ", true, true, true, "8 columns x 2 rows");
+  check_config(ctx, &(OptConfig){.columns = 16, .rows = 1}, 1, "REDUCE:float32x16 ", true, true, true, "16 columns, no rows");
+  check_config(ctx, &(OptConfig){.columns = 1}, 0, "REDUCE:float32x", false, false, true, "no upcast");
+  check_config(ctx, &(OptConfig){.columns = 12}, 0, "REDUCE:float32x", false, false, true, "12 columns: not a power of 2");
+  check_config(ctx, &(OptConfig){.rows = 16}, 2, "REDUCE:float32x16 ", true, true, true, "16 rows: more than 8, columns only");
+  check_config(ctx, &(OptConfig){.tile = 1}, 16, "REDUCE:float32x16 ", false, false, false, "no tiles: 2^12 iterations, one thread");
+  check_config(ctx, &(OptConfig){.tile = 8}, 16, "REDUCE:float32x16 ", true, true, true, "one tile of 8 blocks (the fill loop counts as work)");
+  check_config(ctx, &(OptConfig){.tile = 3}, 16, "REDUCE:float32x16 ", false, false, false, "3 does not divide 8 row blocks");
+  check_config(ctx, &(OptConfig){.stage = OPT_OFF}, 16, "REDUCE:float32x16 ", true, false, false, "tiles, no staged panel");
+  check_config(ctx, &(OptConfig){.parallel = OPT_OFF}, 16, "REDUCE:float32x16 ", true, true, false, "one thread");
+  for (uint64_t seed = 0; seed < 24; seed++) {
+    OptConfig c = opt_config_random(seed);
+    char what[64];
+    snprintf(what, sizeof what, "random config %llu", (unsigned long long)seed);
+    const UOp *k = uj_parse(ctx, gemm_sized("float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 32, 64, 64), what);
+    check_same(ctx, k, k ? opt_apply(ctx, k, &(OptTarget){16u << (seed % 3)}, &c) : NULL, dt_scalar(UJ_FLOAT32), 32, 64, 64, what);
+  }
+}
+
 static void test_no_wrap(Ctx *ctx) {
   const UOp *k = uj_parse(ctx,
                           "%i = (RANGE loop 0 (CONST:int32 100))\n"
@@ -187,6 +230,7 @@ int main(void) {
   Ctx *ctx = uj_ctx_new();
   test_upcast(ctx);
   test_tile(ctx);
+  test_config(ctx);
   test_gemm_ir(ctx);
   test_no_wrap(ctx);
   uj_ctx_free(ctx);

@@ -59,6 +59,8 @@ static void test_matmul(uj_session *s, Rng *r) {
   test_matmul_size(s, r, 1, 1, 1, true);
   test_matmul_size(s, r, 7, 13, 5, true);
   test_matmul_size(s, r, 127, 255, 63, true);
+  test_matmul_size(s, r, 64, 96, 64, true);  /* blocked 8 x 32, tiles, a staged panel (docs/opt.md) */
+  test_matmul_size(s, r, 48, 72, 24, true);  /* blocked 8 x 8 on AVX-512 */
   /* batched: (2,1,3,4) @ (5,4,2) -> (2,5,3,2) */
   double *a, *b, c[60], mag[60], want[60], wmag[60];
   uj_tensor *ta = random_f32(s, r, SHAPE(2, 1, 3, 4), -1, 1, false, &a),

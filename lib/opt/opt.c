@@ -1,12 +1,49 @@
-/* opt.c — the optimizer's pass list (opt.h), run in order. */
-#include "opt/opt.h"
-#include "opt/lanes.h"
+/* opt.c — the optimizer's pass list (opt.h), run in order; the configs
+ * tests force (opt_config_random, UJ_OPT_RANDOM). */
+#include <stdatomic.h>
+#include <stdlib.h>
 
-const UOp *opt_kernel(Ctx *ctx, const UOp *kernel, const OptTarget *t) {
+#include "opt/lanes.h"
+#include "opt/opt.h"
+
+const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *c) {
   const UOp *k = kernel;
-  k = k ? opt_lanes(ctx, k) : NULL;
-  k = k ? opt_upcast(ctx, k, t->vector_bytes) : NULL;
-  k = k ? opt_tile(ctx, k) : NULL;
-  k = k ? opt_parallel(ctx, k) : NULL;
+  k = k && c->lanes != OPT_OFF ? opt_lanes(ctx, k) : k;
+  k = k ? opt_upcast(ctx, k, t->vector_bytes, c) : NULL;
+  k = k ? opt_tile(ctx, k, c) : NULL;
+  k = k ? opt_parallel(ctx, k, c->parallel) : NULL;
   return k;
+}
+
+static uint64_t splitmix(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+OptConfig opt_config_random(uint64_t seed) {
+  static const unsigned columns[] = {0, 1, 2, 4, 8, 16, 32}, rows[] = {0, 1, 2, 4, 8}, tiles[] = {0, 1, 2, 3, 4, 8};
+  uint64_t s = seed;
+  OptConfig c = {0};
+  c.lanes = splitmix(&s) % 2 ? OPT_AUTO : OPT_OFF;
+  c.columns = columns[splitmix(&s) % (sizeof columns / sizeof *columns)];
+  c.rows = rows[splitmix(&s) % (sizeof rows / sizeof *rows)];
+  c.tile = tiles[splitmix(&s) % (sizeof tiles / sizeof *tiles)];
+  c.stage = (OptSwitch)(splitmix(&s) % 3);
+  c.parallel = (OptSwitch)(splitmix(&s) % 3);
+  return c;
+}
+
+/* UJ_OPT_RANDOM=SEED: each kernel gets opt_config_random(SEED, n) for
+ * the n-th kernel this process shapes (tests run the tensor API's
+ * kernels so, docs/opt.md); unset or not a number: the heuristics. */
+const UOp *opt_kernel(Ctx *ctx, const UOp *kernel, const OptTarget *t) {
+  static atomic_ulong shaped;
+  const char *env = getenv("UJ_OPT_RANDOM");
+  char *end = NULL;
+  unsigned long long seed = env && *env ? strtoull(env, &end, 10) : 0;
+  if (!end || *end) return opt_apply(ctx, kernel, t, &(OptConfig){0});
+  OptConfig c = opt_config_random(seed * 0x100000001b3ull + atomic_fetch_add(&shaped, 1));
+  return opt_apply(ctx, kernel, t, &c);
 }

@@ -25,14 +25,38 @@ typedef struct OptTarget {
   unsigned vector_bytes; /* the widest vector register: 64 (AVX-512), 32 (AVX2), 16 (SSE, GPUs) */
 } OptTarget;
 
-const UOp *opt_kernel(Ctx *ctx, const UOp *kernel, const OptTarget *t);
+/* A switch of OptConfig: the heuristic's choice, or forced. */
+typedef enum OptSwitch { OPT_AUTO, OPT_OFF, OPT_ON } OptSwitch;
 
-const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes);
-const UOp *opt_tile(Ctx *ctx, const UOp *kernel);
+/* What each pass does to a kernel; zero (OPT_AUTO) everywhere is the
+ * heuristics. A forced value a kernel cannot take (a block that does not
+ * divide its loop, a panel over the stack's budget) leaves that pass's
+ * part of the kernel alone: every config is safe to apply to any kernel,
+ * and every result computes what the kernel did, bit for bit. */
+typedef struct OptConfig {
+  OptSwitch lanes;    /* long reductions in lanes (lanes.c) */
+  unsigned columns;   /* upcast: columns of a block; 1: none (no upcast) */
+  unsigned rows;      /* upcast: rows of a block; 1: columns only */
+  unsigned tile;      /* tile: row blocks a tile; 1: no tiles */
+  OptSwitch stage;    /* tile: the panel staged in an ALLOC */
+  OptSwitch parallel; /* the outer loop on threads */
+} OptConfig;
+
+/* The heuristics' kernel for t: opt_apply with the zero OptConfig; with
+ * UJ_OPT_RANDOM=SEED in the environment, a random config per kernel. */
+const UOp *opt_kernel(Ctx *ctx, const UOp *kernel, const OptTarget *t);
+/* A config drawn from seed over the values each field may take (tests
+ * apply it to kernels: every config is safe). */
+OptConfig opt_config_random(uint64_t seed);
+/* kernel shaped for t by config (opt.c runs the passes in order). */
+const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *config);
+
+const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
+const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
  * than this stays in one thread (a launch on the pool costs microseconds). */
 enum { OPT_PARALLEL_MIN_WORK = 1 << 15 };
-const UOp *opt_parallel(Ctx *ctx, const UOp *kernel);
+const UOp *opt_parallel(Ctx *ctx, const UOp *kernel, OptSwitch parallel);
 
 #endif

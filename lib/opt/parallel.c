@@ -31,10 +31,11 @@ static const UOp *swap_range(void *user, const UOp *u, const UOp *rebuilt) {
   return u == w->from ? w->to : rebuilt;
 }
 
-const UOp *opt_parallel(Ctx *ctx, const UOp *kernel) {
+const UOp *opt_parallel(Ctx *ctx, const UOp *kernel, OptSwitch parallel) {
   const UOp *end = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
   const UOp *r = end && end->op == UJ_OP_END ? end->src[0] : NULL;
-  if (!r || r->op != UJ_OP_RANGE || range_kind(r) != AXIS_LOOP || work_of(ctx, kernel) < OPT_PARALLEL_MIN_WORK) return kernel;
+  if (parallel == OPT_OFF || !r || r->op != UJ_OP_RANGE || range_kind(r) != AXIS_LOOP) return kernel;
+  if (parallel == OPT_AUTO && work_of(ctx, kernel) < OPT_PARALLEL_MIN_WORK) return kernel;
   Swap w = {ctx, r, uop_new(ctx, UJ_OP_RANGE, r->dtype, r->src, r->nsrc, (Arg){"global", r->ints, r->nints})};
   return w.to ? graph_substitute(ctx, kernel, swap_range, &w) : NULL;
 }

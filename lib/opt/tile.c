@@ -160,23 +160,27 @@ static const UOp *stage_panel(Ctx *ctx, const UOp *kernel, const UOp *block, con
   return out;
 }
 
-const UOp *opt_tile(Ctx *ctx, const UOp *kernel) {
+const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   const UOp *outer = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
   const UOp *inner = outer && outer->op == UJ_OP_END && outer->nsrc == 2 ? outer->src[1] : NULL;
   if (!inner || inner->op != UJ_OP_END || range_kind(outer->src[0]) != AXIS_LOOP || range_kind(inner->src[0]) != AXIS_LOOP)
     return kernel;
   const UOp *i = outer->src[0], *j = inner->src[0];
   int64_t rows = const_bound(i), blocks = 0, longest = blocked_reduce(ctx, inner);
-  if (const_bound(j) < TILE_MIN_COLUMNS || longest < TILE_MIN_REDUCE) return kernel;
+  bool forced = config->tile != 0;
+  if (config->tile == 1 || longest == 0 || (!forced && (const_bound(j) < TILE_MIN_COLUMNS || longest < TILE_MIN_REDUCE)))
+    return kernel;
   const UOp *loads[TILE_MAX_PANEL], *k = NULL;
-  unsigned w;
-  size_t m = panel_loads(ctx, inner, i, j, &k, &w, loads, TILE_MAX_PANEL);
+  unsigned w = 0;
+  size_t m = config->stage == OPT_OFF ? 0 : panel_loads(ctx, inner, i, j, &k, &w, loads, TILE_MAX_PANEL);
   int64_t elem = m ? (int64_t)elem_bytes(loads[0]->dtype) : 0;
   if (m && const_bound(k) * (int64_t)m * elem > TILE_MAX_PANEL_BYTES) m = 0;
   /* a tile's rows of the other operand: T blocks of (outputs / m) rows of k elements */
   int64_t most = m ? TILE_ROWS_BYTES / ((int64_t)(inner->nsrc - 1) / (int64_t)m * longest * elem) : TILE_MAX_BLOCKS / 2;
   most = most < TILE_MAX_BLOCKS ? most : TILE_MAX_BLOCKS;
-  for (int64_t t = most; t >= 2 && !blocks; t--)
+  if (forced) /* any T that divides the row blocks */
+    blocks = config->tile <= (uint64_t)rows && rows % config->tile == 0 ? config->tile : 0;
+  for (int64_t t = most; !forced && t >= 2 && !blocks; t--)
     if (rows % t == 0 && rows / t >= TILE_MIN_TILES) blocks = t;
   if (!blocks) return kernel;
   int64_t axis = next_axis(ctx, kernel);

@@ -171,18 +171,21 @@ static const UOp *row_reduce(Ctx *ctx, const UOp *reduce, const UOp *const *x, u
 /* The columns of a block: 2 registers of the stored value's elements,
  * else one, else halves of one down to 4 elements, the first that divides
  * the bound (1000 columns: 8); 0 when none does. */
-static unsigned block_columns(const UOp *end, DType d, unsigned vector_bytes) {
+static unsigned block_columns(const UOp *end, DType d, unsigned vector_bytes, unsigned forced) {
   unsigned per = vector_bytes / (elem_bytes(d) ? (unsigned)elem_bytes(d) : 1);
+  if (forced) /* at most 2 registers; a power of 2 (whole registers or part of one) */
+    return forced >= 2 && forced <= UPCAST_VECTORS * per && forced <= UPCAST_MAX_COLUMNS && !(forced & (forced - 1)) &&
+                   splittable(end, forced) ? forced : 0;
   for (unsigned c = UPCAST_VECTORS * per; c >= UPCAST_MIN_COLUMNS; c /= 2)
     if (c <= UPCAST_MAX_COLUMNS && splittable(end, c)) return c;
   return 0;
 }
 
-const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes) {
-  const UOp *end = innermost_end(kernel);
+const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config) {
+  const UOp *end = config->columns == 1 ? NULL : innermost_end(kernel);
   const UOp *store = end ? end->src[1] : NULL;
   DType d = store ? store->src[1]->dtype : dt_scalar(UJ_VOID);
-  unsigned columns = end ? block_columns(end, d, vector_bytes) : 0;
+  unsigned columns = end ? block_columns(end, d, vector_bytes, config->columns) : 0;
   const UOp *r = columns ? splittable(end, columns) : NULL;
   const UOp *reduces[UPCAST_MAX_REDUCES], *vectors[UPCAST_MAX_REDUCES * UPCAST_MAX_ROWS * UPCAST_VECTORS];
   size_t nreduces;
@@ -193,10 +196,15 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes) {
   unsigned naxes = 1, rows = 1, width = vector_bytes / (unsigned)elem_bytes(d), registers;
   width = width < columns ? width : columns, registers = columns / width;
   const UOp *outer_end = enclosing_end(kernel, end), *row_range = NULL;
-  for (rows = UPCAST_MAX_ROWS; rows > 1 && (!outer_end || rows * registers * nreduces > UPCAST_ACC_REGISTERS ||
-                                            !(row_range = splittable(outer_end, rows)));)
+  bool forced = config->rows != 0;
+  if (forced) /* a power of 2 up to 8 that divides the rows */
+    rows = config->rows <= UPCAST_MAX_ROWS && !(config->rows & (config->rows - 1)) && outer_end &&
+                   (row_range = splittable(outer_end, config->rows)) ? config->rows : 1;
+  for (rows = forced ? rows : UPCAST_MAX_ROWS; !forced && rows > 1 &&
+                                               (!outer_end || rows * registers * nreduces > UPCAST_ACC_REGISTERS ||
+                                                !(row_range = splittable(outer_end, rows)));)
     rows /= 2;
-  if (rows > 1 && rows_pay(ctx, reduces, nreduces, row_range)) /* rows too: each column vector load serves them all */
+  if (rows > 1 && (forced || rows_pay(ctx, reduces, nreduces, row_range))) /* rows too: each column vector load serves them all */
     axes[naxes++] = axis_of(ctx, row_range, rows);
   else
     rows = 1;
