@@ -165,6 +165,8 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   const UOp *inner = outer && outer->op == UJ_OP_END && outer->nsrc == 2 ? outer->src[1] : NULL;
   if (!inner || inner->op != UJ_OP_END || range_kind(outer->src[0]) != AXIS_LOOP || range_kind(inner->src[0]) != AXIS_LOOP)
     return kernel;
+  for (uint32_t x = 1; x < inner->nsrc; x++) /* the column loop holds the block itself (its stores) */
+    if (inner->src[x]->op != UJ_OP_STORE) return kernel;
   const UOp *i = outer->src[0], *j = inner->src[0];
   int64_t rows = const_bound(i), blocks = 0, longest = blocked_reduce(ctx, inner);
   bool forced = config->tile != 0;
