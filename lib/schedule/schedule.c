@@ -36,27 +36,57 @@ const UOp *schedule_view_buffer(const UOp *view) {
 
 static bool is_tensor_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1; }
 
+/* An op that costs tens of instructions an element (a transcendental, a
+ * division): fused where it is broadcast, it would run again for every
+ * element it is broadcast to (softmax's quotient before a matmul: 64 times
+ * an element for attention's d = 64). */
+static bool is_costly(const UOp *u) {
+  switch (u->op) {
+  case UJ_OP_EXP2: case UJ_OP_LOG2: case UJ_OP_SIN: case UJ_OP_SQRT: case UJ_OP_RECIP: case UJ_OP_FDIV: return true;
+  default: return false;
+  }
+}
+
 /* Users before sources: a node is broadcast when an EXPAND reads it, or
- * a node that is broadcast and not cut does. A broadcast REDUCE is cut. */
+ * a node that is broadcast and not cut does. A broadcast REDUCE is cut,
+ * and so is a broadcast costly op (is_costly). Then sources first: a node
+ * holding a REDUCE that is not cut, read by two nodes, is cut (attention's
+ * scaled scores: their max and their exp would each compute them). bcast
+ * bit 1: broadcast; bit 2: holds a REDUCE not cut. */
 static unsigned char *find_cuts(Ctx *ctx, const UOp *sink, const UOp *const *into) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, sink, &nodes);
   unsigned char *cut = n ? calloc(ctx->nnodes, 1) : NULL, *bcast = n ? calloc(ctx->nnodes, 1) : NULL;
-  if (!cut || !bcast) {
-    free(nodes), free(cut), free(bcast);
+  unsigned char *users = n ? calloc(ctx->nnodes, 1) : NULL; /* distinct users, up to 2 */
+  if (!cut || !bcast || !users) {
+    free(nodes), free(cut), free(bcast), free(users);
     return ctx_set_error(ctx, "schedule: out of memory"), NULL;
   }
+  for (size_t k = 0; k < n; k++)
+    for (uint32_t i = 0; nodes[k] != sink && i < nodes[k]->nsrc; i++) {
+      bool again = false; /* a source read twice by one user counts once */
+      for (uint32_t j = 0; j < i && !again; j++) again = nodes[k]->src[j] == nodes[k]->src[i];
+      if (!again && users[nodes[k]->src[i]->id] < 2) users[nodes[k]->src[i]->id]++;
+    }
   for (uint32_t i = 0; i < sink->nsrc; i++) { /* a root that is a buffer needs no kernel (unless it goes elsewhere) */
     const UOp *r = sink->src[i], *b = schedule_view_buffer(r);
     cut[r->id] = !b || (into[r->id] && into[r->id] != b);
   }
   for (size_t k = n; k-- > 0;) {
     const UOp *u = nodes[k];
-    if (is_tensor_reduce(u) && bcast[u->id]) cut[u->id] = 1;
+    if ((is_tensor_reduce(u) || is_costly(u)) && bcast[u->id]) cut[u->id] = 1;
     for (uint32_t i = 0; u != sink && i < u->nsrc; i++)
-      bcast[u->src[i]->id] |= u->op == UJ_OP_EXPAND || (bcast[u->id] && !cut[u->id]);
+      bcast[u->src[i]->id] |= u->op == UJ_OP_EXPAND || (bcast[u->id] && !cut[u->id]); /* bit 1 only so far */
   }
-  free(nodes), free(bcast);
+  /* sources first: a node that holds a fused REDUCE and has two users is cut, or each computes the reduction */
+  for (size_t k = 0; k < n; k++) {
+    const UOp *u = nodes[k];
+    bool holds = is_tensor_reduce(u);
+    for (uint32_t i = 0; u != sink && i < u->nsrc && !holds; i++) holds = bcast[u->src[i]->id] & 2 && !cut[u->src[i]->id];
+    if (holds && users[u->id] > 1 && u != sink) cut[u->id] = 1;
+    bcast[u->id] |= holds ? 2 : 0;
+  }
+  free(nodes), free(bcast), free(users);
   return cut;
 }
 
