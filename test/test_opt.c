@@ -125,7 +125,7 @@ static void test_gemm_ir(Ctx *ctx) {
   CHECK(cpu && cpu->vector_bytes >= 16, "the CPU device: %s", why ? why : "no vector width");
   unsigned vector_bytes = cpu ? cpu->vector_bytes : 16, lanes = vector_bytes / 4;
   device_close(cpu);
-  const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){vector_bytes}) : NULL;
+  const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.vector_bytes = vector_bytes}) : NULL;
   char *ir = up ? uj_emit(ctx, up, UJ_EMIT_IR_OPT, NULL, NULL) : NULL;
   char load[64], fma[64];
   snprintf(load, sizeof load, "load <%u x float>", lanes), snprintf(fma, sizeof fma, "@llvm.fma.v%uf32(<%u x float>", lanes, lanes);
@@ -167,6 +167,23 @@ static void test_tile(Ctx *ctx) {
   check_tile(ctx, "float32", "%mm", 8, 128, 128, 64, false, false, "one row block: no tiles to split");
   check_tile(ctx, "float32", "%mm", 64, 128, 32, 64, false, false, "one column block: no panel to reuse");
   check_tile(ctx, "float32", "%mm", 32, 4112, 64, 64, true, false, "a panel over 512 KiB: tiles, not staged");
+  /* a batch loop around the rows and columns (attention's heads): tiles inside it */
+  const char *batched =
+      "%h = (RANGE loop 0 (CONST:int64 3))\n%i = (RANGE loop 1 (CONST:int64 64))\n%j = (RANGE loop 2 (CONST:int64 64))\n"
+      "%k = (RANGE reduce 3 (CONST:int64 64))\n"
+      "(SINK (END %h (END %i (END %j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL (ADD (MUL %h (CONST:int64 64)) %i) (CONST:int64 64)) %j))\n"
+      " (REDUCE MULACC (MUL (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL (ADD (MUL %h (CONST:int64 64)) %i) (CONST:int64 64)) %k)))\n"
+      "  (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL (ADD (MUL %h (CONST:int64 64)) %j) (CONST:int64 64)) %k)))) %k))))))";
+  const UOp *k = uj_parse(ctx, batched, "batched");
+  const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.vector_bytes = 64}) : NULL;
+  char *text = up ? uj_print(ctx, up) : NULL;
+  CHECK(text && strstr(text, "ALLOC:float32x16*local"), "a batched a @ b.T: tiles and a staged (transposed) panel:\n%s",
+        text ? text : uj_error(ctx));
+  free(text);
+  DType f = dt_scalar(UJ_FLOAT32);
+  JitBuffers b = {3, {f, f, f}, {3 * 64 * 64, 3 * 64 * 64, 3 * 64 * 64}, {fill(f, 3 * 64 * 64, 0), fill(f, 3 * 64 * 64, 1), fill(f, 3 * 64 * 64, 2)}};
+  if (up) jit_vs_eval_of(ctx, k, up, &b, NULL, NULL, 0, 0, "batched a @ b.T, tiled");
+  for (int x = 0; x < 3; x++) free(b.init[x]);
 }
 
 /* Forced configs (opt_apply) do what they say; ones a kernel cannot
@@ -180,7 +197,7 @@ static int count_of(const char *text, const char *what) {
 static void check_config(Ctx *ctx, const OptConfig *c, int vectors, const char *vec, bool tiled, bool staged, bool global,
                          const char *what) {
   const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", 64, 128, 128), what);
-  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){64}, c) : NULL;
+  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = 64}, c) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   int loops = text ? count_of(text, "(RANGE:") - count_of(text, " reduce ") : 0; /* rows, columns[, tile][, panel fill] */
   CHECK(text && count_of(text, vec) == vectors && loops == 2 + tiled + staged &&
@@ -208,7 +225,7 @@ static void test_config(Ctx *ctx) {
     char what[64];
     snprintf(what, sizeof what, "random config %llu", (unsigned long long)seed);
     const UOp *k = uj_parse(ctx, gemm_sized("float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 32, 64, 64), what);
-    check_same(ctx, k, k ? opt_apply(ctx, k, &(OptTarget){16u << (seed % 3)}, &c) : NULL, dt_scalar(UJ_FLOAT32), 32, 64, 64, what);
+    check_same(ctx, k, k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = 16u << (seed % 3)}, &c) : NULL, dt_scalar(UJ_FLOAT32), 32, 64, 64, what);
   }
 }
 

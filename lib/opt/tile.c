@@ -1,5 +1,6 @@
 /* tile.c — cache tiling of a register-blocked kernel (opt.h). After
- * upcast, a GEMM is two output loops around a block of REDUCEs over k:
+ * upcast, a GEMM is two output loops (inside any batch loops) around a
+ * block of REDUCEs over k:
  *
  *   END(i, END(j, block(i, j)))                   i < M, j < N
  *   -> END(t, END(j, END(u, block(t·T + u, j))))   t < M/T, u < T
@@ -160,13 +161,23 @@ static const UOp *stage_panel(Ctx *ctx, const UOp *kernel, const UOp *block, con
   return out;
 }
 
+/* The END of the rows around the END of the columns, whose effects are
+ * the block's stores, in a one-nest kernel (batch loops may enclose
+ * them); NULL if the kernel is not that. */
+static const UOp *rows_end_of(const UOp *kernel) {
+  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
+  for (; e && e->op == UJ_OP_END && e->nsrc == 2 && e->src[1]->op == UJ_OP_END; e = e->src[1]) {
+    const UOp *inner = e->src[1];
+    bool block = inner->nsrc >= 2;
+    for (uint32_t x = 1; x < inner->nsrc && block; x++) block = inner->src[x]->op == UJ_OP_STORE;
+    if (block) return e;
+  }
+  return NULL;
+}
+
 const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
-  const UOp *outer = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
-  const UOp *inner = outer && outer->op == UJ_OP_END && outer->nsrc == 2 ? outer->src[1] : NULL;
-  if (!inner || inner->op != UJ_OP_END || range_kind(outer->src[0]) != AXIS_LOOP || range_kind(inner->src[0]) != AXIS_LOOP)
-    return kernel;
-  for (uint32_t x = 1; x < inner->nsrc; x++) /* the column loop holds the block itself (its stores) */
-    if (inner->src[x]->op != UJ_OP_STORE) return kernel;
+  const UOp *outer = rows_end_of(kernel), *inner = outer ? outer->src[1] : NULL;
+  if (!inner || range_kind(outer->src[0]) != AXIS_LOOP || range_kind(inner->src[0]) != AXIS_LOOP) return kernel;
   const UOp *i = outer->src[0], *j = inner->src[0];
   int64_t rows = const_bound(i), blocks = 0, longest = blocked_reduce(ctx, inner);
   bool forced = config->tile != 0;
@@ -205,5 +216,5 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   const UOp *cols_end = fill ? uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){j, fill, rows_end}, 3, arg_none())
                              : uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){j, rows_end}, 2, arg_none());
   const UOp *tiles_end = uop_new(ctx, UJ_OP_END, outer->dtype, (const UOp *[]){t, cols_end}, 2, arg_none());
-  return tiles_end ? uop_new(ctx, UJ_OP_SINK, kernel->dtype, &tiles_end, 1, (Arg){kernel->name, kernel->ints, kernel->nints}) : NULL;
+  return tiles_end ? substitute(ctx, kernel, outer, tiles_end) : NULL;
 }
