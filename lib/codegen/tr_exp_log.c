@@ -58,9 +58,14 @@ const UOp *tr_exp2(Tr *t, const UOp *x) {
   const UOp *lo = tr_kf(t, t->f64 ? -1100 : -200), *hi = tr_kf(t, t->f64 ? 1100 : 200);
   const UOp *xc = tr_where(t, tr_lt(t, x, lo), lo, x);
   xc = tr_where(t, tr_lt(t, hi, xc), hi, xc);
-  const UOp *n = tr_rint(t, xc);
+  const UOp *magic = tr_kf(t, 1.5 * (double)(1ll << t->mant)), *big = tr_add(t, xc, magic);
+  const UOp *n = tr_sub(t, big, magic); /* rint(xc), as tr_rint */
   const UOp *p = exp2_poly(t, tr_sub(t, xc, n));
-  const UOp *k = tr_cast(t, n, t->i); /* NaN → 0: p is NaN anyway */
+  /* k = n as an integer: the low bits of big (its ulp is 1), less magic's
+   * bits — no float-to-int conversion, whose saturation LLVM does lane
+   * by lane on x86. NaN gives some k: p is NaN anyway. */
+  int64_t magic_bits = ((int64_t)(t->bias + t->mant) << t->mant) | (1ll << (t->mant - 1));
+  const UOp *k = tr_sub(t, tr_bitcast(t, big, t->i), tr_ki(t, magic_bits));
   const UOp *k1 = tr_shr(t, k, 1), *k2 = tr_sub(t, k, k1);
   return tr_mul(t, tr_mul(t, p, tr_pow2(t, k1)), tr_pow2(t, k2));
 }
