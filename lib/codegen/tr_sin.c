@@ -45,7 +45,7 @@ static TrReduced cody_waite(Tr *t, const UOp *a) {
   const double *p = t->f64 ? pio2_f64 : pio2_f32;
   int nparts = t->f64 ? 3 : 4;
   const UOp *magic = tr_kf(t, 1.5 * (double)(1ll << t->mant));
-  const UOp *k = tr_sub(t, tr_fma(t, a, tr_kf(t, two_over_pi[t->f64]), magic), magic);
+  const UOp *big = tr_fma(t, a, tr_kf(t, two_over_pi[t->f64]), magic), *k = tr_sub(t, big, magic);
   const UOp *negk = tr_op1(t, UJ_OP_NEG, k);
   const UOp *r1 = tr_fma(t, negk, tr_kf(t, p[0]), a);
   TrPair kp2 = tr_two_prod(t, k, tr_kf(t, p[1]));
@@ -53,7 +53,8 @@ static TrReduced cody_waite(Tr *t, const UOp *a) {
   const UOp *tail = tr_sub(t, s.lo, kp2.lo);
   for (int i = 2; i < nparts; i++) tail = tr_fma(t, negk, tr_kf(t, p[i]), tail);
   TrPair r = tr_fast_two_sum(t, s.hi, tail);
-  return (TrReduced){r.hi, r.lo, tr_and(t, tr_cast(t, k, t->i), tr_ki(t, 3))};
+  /* k mod 4: the low bits of big (its ulp is 1; magic's low bits are 0), no float-to-int CAST (tr_exp2) */
+  return (TrReduced){r.hi, r.lo, tr_and(t, tr_bitcast(t, big, t->i), tr_ki(t, 3))};
 }
 
 /* sin(x + y) for small y: x + x³·S(x²) + y·(1 - x²/2), in fdlibm's order
