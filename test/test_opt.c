@@ -103,7 +103,10 @@ static void test_upcast(Ctx *ctx) {
   check_upcast_sum(ctx, "float32", "float64", "(CAST:float32 (REDUCE ADD (CAST:float64 (MUL %a %b)) %k))", 32, 32, 8,
                    "a float64 sum stored as float32: the lanes are the sum's dtype");
   check_upcast(ctx, "int32", "%mm", 24, 8, "int32, 24 columns: 1 register");
-  check_upcast(ctx, "float32", "%mm", 30, 0, "30 columns: 8 does not divide");
+  check_upcast(ctx, "float32", "%mm", 30, 0, "30 columns: 8 does not divide, fewer than 2 blocks of 16");
+  check_upcast(ctx, "float32", "%mm", 36, 8, "36 columns: 2 blocks of 16 and a tail loop of 4");
+  check_upcast(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 52, 8, "52 columns, bias, relu: 3 blocks and a tail");
+  check_upcast_sum(ctx, "float32", NULL, "%mm", 72, 64, 16, "72 columns on AVX-512: 2 blocks of 32, a tail of 8");
   check_upcast(ctx, "float32", "(ADD (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int64 32)) %j))) %k) %c)", 32, 8,
                "a reduce not over the rows: columns only");
   check_upcast(ctx, "float32", "(ADD %c %c)", 32, 0, "no reduce: LLVM vectorizes the loop itself");

@@ -22,13 +22,4 @@ enum { LANES_WIDTH = 16, LANES_MIN_EXTENT = 64 };
 
 const UOp *opt_lanes(Ctx *ctx, const UOp *kernel);
 
-/* VECTORIZE(x[0], .., x[n-1]) with the lanes of one ALU op pushed down:
- * VECTORIZE(op(a_i, b_i)) -> op(VECTORIZE(a), VECTORIZE(b)), down to the
- * loads. The rule of upcast.c (rw_vector_op), to share with it; n <= 64.
- * NULL with the error set on failure. */
-const UOp *opt_vectorize(Ctx *ctx, const UOp *const *x, unsigned n);
-
-/* Whether x's graph contains node. */
-bool opt_contains(Ctx *ctx, const UOp *x, const UOp *node);
-
 #endif

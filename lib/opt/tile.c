@@ -24,7 +24,7 @@
  * that do T·k·m·(block rows) multiply-adds. */
 #include <stdlib.h>
 
-#include "opt/lanes.h"
+#include "opt/graph.h"
 #include "opt/opt.h"
 #include "rewrite/rewrite.h"
 #include "uop/alu.h"
@@ -65,31 +65,8 @@ static int64_t blocked_reduce(Ctx *ctx, const UOp *x) {
   return longest;
 }
 
-/* One past the largest axis number of the kernel's RANGEs. */
-static int64_t next_axis(Ctx *ctx, const UOp *kernel) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, kernel, &nodes);
-  int64_t next = 0;
-  for (size_t i = 0; i < n; i++)
-    if (nodes[i]->op == UJ_OP_RANGE && nodes[i]->nints > 0 && nodes[i]->ints[0] >= next) next = nodes[i]->ints[0] + 1;
-  free(nodes);
-  return next;
-}
-
-typedef struct Swap {
-  const UOp *const *from, *const *to;
-  size_t n;
-} Swap;
-
-static const UOp *swap_nodes(void *user, const UOp *u, const UOp *rebuilt) {
-  const Swap *w = user;
-  for (size_t i = 0; i < w->n; i++)
-    if (u == w->from[i]) return w->to[i];
-  return rebuilt;
-}
-
 static const UOp *substitute(Ctx *ctx, const UOp *x, const UOp *from, const UOp *to) {
-  return graph_substitute(ctx, x, swap_nodes, &(Swap){&from, &to, 1});
+  return opt_substitute(ctx, x, &from, &to, 1);
 }
 
 /* The panel: the distinct loads of the block that vary along the
@@ -156,7 +133,7 @@ static const UOp *stage_panel(Ctx *ctx, const UOp *kernel, const UOp *block, con
     ok = value && (stores[1 + g] = uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){dst, value}, 2, arg_none()));
   }
   *fill = ok ? uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), stores, (uint32_t)nv + 1, arg_none()) : NULL;
-  const UOp *out = *fill ? graph_substitute(ctx, block, swap_nodes, &(Swap){loads, staged, m}) : NULL;
+  const UOp *out = *fill ? opt_substitute(ctx, block, loads, staged, m) : NULL;
   free(stores), free(staged);
   return out;
 }
@@ -196,7 +173,7 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   for (int64_t t = most; !forced && t >= 2 && !blocks; t--)
     if (rows % t == 0 && rows / t >= TILE_MIN_TILES) blocks = t;
   if (!blocks) return kernel;
-  int64_t axis = next_axis(ctx, kernel);
+  int64_t axis = opt_next_axis(ctx, kernel);
   const UOp *nt = uop_const_int(ctx, i->dtype, rows / blocks), *nu = uop_const_int(ctx, i->dtype, blocks);
   const UOp *t = uop_new(ctx, UJ_OP_RANGE, i->dtype, &nt, 1, (Arg){i->name, &axis, 1});
   int64_t axis_u = axis + 1;

@@ -16,7 +16,7 @@
  * Kernels whose REDUCE nests another that depends on c are left alone. */
 #include <stdlib.h>
 
-#include "opt/lanes.h"
+#include "opt/graph.h"
 #include "opt/opt.h"
 #include "rewrite/rewrite.h"
 #include "uop/alu.h"
@@ -107,12 +107,15 @@ static const UOp *replace_end(void *user, const UOp *u, const UOp *rebuilt) {
 }
 
 /* The range of END e, if it can be upcast by `lanes`: a constant bound
- * that lanes divides. */
-static const UOp *splittable(const UOp *e, unsigned lanes) {
+ * that lanes divides (or, with tail, that is at least lanes: the rest is
+ * a tail loop). */
+static const UOp *split_range(const UOp *e, unsigned lanes, bool tail) {
   const UOp *r = e->src[0], *b = r->src[0];
-  bool ok = r->op == UJ_OP_RANGE && b->op == UJ_OP_CONST && b->bounded && b->vmin >= lanes && b->vmin % lanes == 0;
+  bool ok = r->op == UJ_OP_RANGE && b->op == UJ_OP_CONST && b->bounded && b->vmin >= lanes && (tail || b->vmin % lanes == 0);
   return ok ? r : NULL;
 }
+
+static const UOp *splittable(const UOp *e, unsigned lanes) { return split_range(e, lanes, false); }
 
 static Axis axis_of(Ctx *ctx, const UOp *r, unsigned lanes) {
   const UOp *b = uop_const_int(ctx, r->dtype, r->src[0]->vmin / lanes);
@@ -168,17 +171,44 @@ static const UOp *row_reduce(Ctx *ctx, const UOp *reduce, const UOp *const *x, u
                  (Arg){reduce->name, NULL, 0});
 }
 
-/* The columns of a block: 2 registers of the stored value's elements,
- * else one, else halves of one down to 4 elements, the first that divides
- * the bound (1000 columns: 8); 0 when none does. */
+/* The columns of a block: 2 registers of the stored value's elements or
+ * one, if that divides the bound; else 2 registers and a tail loop for
+ * the rest, if the bound holds 2 blocks (1000 columns: 31 blocks of 32
+ * and a tail of 8); else halves of a register down to 4 elements that
+ * divide it; 0 when none does. */
 static unsigned block_columns(const UOp *end, DType d, unsigned vector_bytes, unsigned forced) {
-  unsigned per = vector_bytes / (elem_bytes(d) ? (unsigned)elem_bytes(d) : 1);
-  if (forced) /* at most 2 registers; a power of 2 (whole registers or part of one) */
-    return forced >= 2 && forced <= UPCAST_VECTORS * per && forced <= UPCAST_MAX_COLUMNS && !(forced & (forced - 1)) &&
-                   splittable(end, forced) ? forced : 0;
-  for (unsigned c = UPCAST_VECTORS * per; c >= UPCAST_MIN_COLUMNS; c /= 2)
+  unsigned per = vector_bytes / (elem_bytes(d) ? (unsigned)elem_bytes(d) : 1), two = UPCAST_VECTORS * per;
+  if (forced) /* at most 2 registers; a power of 2 (whole registers or part of one); a tail if need be */
+    return forced >= 2 && forced <= two && forced <= UPCAST_MAX_COLUMNS && !(forced & (forced - 1)) &&
+                   split_range(end, forced, true) ? forced : 0;
+  for (unsigned c = two; c >= per && c >= UPCAST_MIN_COLUMNS; c /= 2)
     if (c <= UPCAST_MAX_COLUMNS && splittable(end, c)) return c;
+  if (two <= UPCAST_MAX_COLUMNS && split_range(end, 2 * two, true)) return two;
+  for (unsigned c = per / 2; c >= UPCAST_MIN_COLUMNS; c /= 2)
+    if (splittable(end, c)) return c;
   return 0;
+}
+
+/* The tail of a block whose columns do not divide the bound B of c: the
+ * store again for c = (B/U)·U + t, t < B mod U, once for each row lane
+ * (rows: i = i'·R + r), in a loop of its own: END(t, stores). */
+static const UOp *tail_end(Ctx *ctx, const UOp *kernel, const UOp *store, const Axis *axes, unsigned naxes) {
+  const Axis *c = &axes[0];
+  int64_t bound = c->range->src[0]->vmin, base = bound / c->lanes * c->lanes, axis = opt_next_axis(ctx, kernel);
+  const UOp *n = uop_const_int(ctx, c->range->dtype, bound - base);
+  const UOp *t = uop_new(ctx, UJ_OP_RANGE, c->range->dtype, &n, 1, (Arg){c->range->name, &axis, 1});
+  const UOp *at = uop_binary(ctx, UJ_OP_ADD, uop_const_int(ctx, c->range->dtype, base), t);
+  unsigned rows = naxes == 2 ? axes[1].lanes : 1;
+  const UOp *effects[1 + UPCAST_MAX_ROWS];
+  effects[0] = t;
+  for (unsigned r = 0; r < rows; r++) {
+    const UOp *from[2] = {c->range, naxes == 2 ? axes[1].range : NULL}, *to[2] = {at, NULL};
+    if (naxes == 2)
+      to[1] = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, axes[1].outer, uop_const_int(ctx, axes[1].outer->dtype, rows)),
+                         uop_const_int(ctx, axes[1].outer->dtype, r));
+    if (!t || !at || (naxes == 2 && !to[1]) || !(effects[1 + r] = opt_substitute(ctx, store, from, to, naxes))) return NULL;
+  }
+  return uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), effects, 1 + rows, arg_none());
 }
 
 const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config) {
@@ -186,7 +216,7 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const 
   const UOp *store = end ? end->src[1] : NULL;
   DType d = store ? store->src[1]->dtype : dt_scalar(UJ_VOID);
   unsigned columns = end ? block_columns(end, d, vector_bytes, config->columns) : 0;
-  const UOp *r = columns ? splittable(end, columns) : NULL;
+  const UOp *r = columns ? split_range(end, columns, true) : NULL;
   const UOp *reduces[UPCAST_MAX_REDUCES], *vectors[UPCAST_MAX_REDUCES * UPCAST_MAX_ROWS * UPCAST_VECTORS];
   size_t nreduces;
   if (!r || !find_reduces(ctx, store->src[1], r, reduces, &nreduces, UPCAST_MAX_REDUCES) || nreduces == 0) return kernel;
@@ -224,7 +254,11 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const 
   for (unsigned u = 0; u < total; u++)
     if (!(effects[1 + u] = in_lane(&l, store, u))) return NULL;
   const UOp *inner = uop_new(ctx, UJ_OP_END, end->dtype, effects, 1 + total, arg_none());
-  const UOp *swap[2] = {naxes == 2 ? outer_end : end, inner};
-  if (naxes == 2) swap[1] = uop_new(ctx, UJ_OP_END, end->dtype, (const UOp *[]){axes[1].outer, inner}, 2, arg_none());
+  bool tail = r->src[0]->vmin % columns != 0;
+  const UOp *rest = tail ? tail_end(ctx, kernel, store, axes, naxes) : NULL;
+  if (tail && (!rest || (naxes == 1 && !outer_end))) return rest ? kernel : NULL; /* a tail needs a loop around to sit in */
+  const UOp *swap[2] = {naxes == 2 || tail ? outer_end : end, inner};
+  const UOp *around = naxes == 2 ? axes[1].outer : tail ? outer_end->src[0] : NULL;
+  if (around) swap[1] = uop_new(ctx, UJ_OP_END, end->dtype, (const UOp *[]){around, inner, rest}, tail ? 3 : 2, arg_none());
   return graph_substitute(ctx, kernel, replace_end, swap);
 }

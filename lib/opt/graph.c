@@ -1,0 +1,82 @@
+/* graph.c — graph helpers the optimizer's passes share (graph.h). */
+#include <stdlib.h>
+
+#include "opt/graph.h"
+#include "rewrite/rewrite.h"
+
+enum { GRAPH_MAX_VECTOR = 64 };
+
+bool opt_contains(Ctx *ctx, const UOp *x, const UOp *node) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, x, &nodes);
+  bool found = false;
+  for (size_t i = 0; i < n && !found; i++) found = nodes[i] == node;
+  free(nodes);
+  return found;
+}
+
+/* ---- vectors ---- */
+
+/* VECTORIZE(op(a0, b0), .., op(an, bn)) -> op(VECTORIZE(a..), VECTORIZE(b..)) */
+static const UOp *rw_vector_op(Rewriter *rw, const UOp *root, const Binds *m) {
+  (void)m;
+  const UOp *first = root->src[0];
+  Op op = (Op)first->op;
+  if (!op_has(op, OPF_ALU) || first->dtype.lanes != 1 || root->nsrc > GRAPH_MAX_VECTOR) return NULL;
+  for (uint32_t i = 1; i < root->nsrc; i++)
+    if (root->src[i]->op != op || !dt_eq(root->src[i]->dtype, first->dtype) ||
+        root->src[i]->nsrc != first->nsrc)
+      return NULL;
+  const UOp *lanes[GRAPH_MAX_VECTOR], *vec[3];
+  for (uint32_t k = 0; k < first->nsrc; k++) {
+    for (uint32_t i = 0; i < root->nsrc; i++) lanes[i] = root->src[i]->src[k];
+    DType d = uj_dtype_vec((uj_scalar)first->src[k]->dtype.scalar, root->nsrc);
+    if (dt_is_ptr(first->src[k]->dtype)) return NULL;
+    vec[k] = uop_new(rw->ctx, UJ_OP_VECTORIZE, d, lanes, root->nsrc, arg_none());
+  }
+  return uop_new(rw->ctx, op, root->dtype, vec, first->nsrc,
+                 (Arg){first->name, first->ints, first->nints});
+}
+
+static const Rule vector_rules[] = {
+    {"(VECTORIZE ...)", rw_vector_op}, // VECTORIZE(op(a_i, b_i)) -> op(VECTORIZE(a), VECTORIZE(b))
+};
+
+const UOp *opt_vectorize(Ctx *ctx, const UOp *const *x, unsigned n) {
+  if (n == 0 || n > GRAPH_MAX_VECTOR) return ctx_set_error(ctx, "opt_vectorize: %u lanes", n), NULL;
+  const UOp *v = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec((uj_scalar)x[0]->dtype.scalar, n), x, n,
+                         arg_none());
+  RuleSet *rs =
+      v ? ruleset_new(ctx, vector_rules, sizeof vector_rules / sizeof *vector_rules) : NULL;
+  const UOp *out = rs ? graph_rewrite(ctx, v, rs, NULL) : NULL;
+  ruleset_free(rs);
+  return out;
+}
+
+/* ---- substitution, axes ---- */
+
+typedef struct Swap {
+  const UOp *const *from, *const *to;
+  size_t n;
+} Swap;
+
+static const UOp *swap_nodes(void *user, const UOp *u, const UOp *rebuilt) {
+  const Swap *w = user;
+  for (size_t i = 0; i < w->n; i++)
+    if (u == w->from[i]) return w->to[i];
+  return rebuilt;
+}
+
+const UOp *opt_substitute(Ctx *ctx, const UOp *x, const UOp *const *from, const UOp *const *to, size_t n) {
+  return graph_substitute(ctx, x, swap_nodes, &(Swap){from, to, n});
+}
+
+int64_t opt_next_axis(Ctx *ctx, const UOp *kernel) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, kernel, &nodes);
+  int64_t next = 0;
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i]->op == UJ_OP_RANGE && nodes[i]->nints > 0 && nodes[i]->ints[0] >= next) next = nodes[i]->ints[0] + 1;
+  free(nodes);
+  return next;
+}
