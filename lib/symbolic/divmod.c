@@ -7,6 +7,7 @@
  * x = c·Q + R with 0 <= R's coefficients < c, and fold:
  *   R < c:  x//c -> Q,          x%c -> R
  *   else:   x//c -> Q + R//c,   x%c -> R%c
+ * and (x//a)%b -> (x%(a·b))//a when that remainder folds.
  * A replacement is kept only when it is not larger than what it replaces. */
 #include "symbolic/divmod.h"
 #include "symbolic/linear.h"
@@ -31,11 +32,6 @@ static int64_t gcd(int64_t a, int64_t b) {
 /* The value of a positive constant, or 0. */
 static int64_t positive_const(const UOp *c) { return c->ints[0] > 0 ? c->ints[0] : 0; }
 
-static const UOp *smaller(const Rewriter *rw, const UOp *out, const UOp *root, const Linear *lin) {
-  if (!out || out == root) return out;
-  return linear_cost(rw, out, lin) <= linear_cost(rw, root, lin) ? out : NULL;
-}
-
 /* (x//a)//b -> x//(a*b), for a, b > 0 */
 const UOp *rw_div_div(Rewriter *rw, const UOp *root, const Binds *m) {
   int64_t a = positive_const(m->a), b = positive_const(m->b), ab;
@@ -50,16 +46,30 @@ const UOp *rw_mod_mod(Rewriter *rw, const UOp *root, const Binds *m) {
   return uop_binary(rw->ctx, UJ_OP_MOD, m->x, m->b);
 }
 
-/* x = c·Q + R; the folded quotient or remainder, or NULL. */
-static const UOp *divmod_split(Ctx *ctx, const Linear *lin, const UOp *root, int64_t c) {
-  Linear q = *lin, r = *lin;
-  q.nterms = r.nterms = 0;
+/* x's linear form, when its exact bounds are >= 0 and fit the dtype: then
+ * x never wraps and truncating division is floor division. */
+static bool nonneg_linear(const UOp *x, Linear *lin, int64_t *hi) {
+  int64_t lo;
+  return linear_decompose(x, lin) && linear_bounds(lin, &lo, hi) && lo >= 0 &&
+         linear_fits(lin->dtype, lo, *hi);
+}
+
+/* x = c·Q + R, with R's coefficients and constant in [0, c). */
+static void linear_split(const Linear *lin, int64_t c, Linear *q, Linear *r) {
+  *q = *r = *lin;
+  q->nterms = r->nterms = 0;
   for (int i = 0; i < lin->nterms; i++) {
     Term t = lin->terms[i];
-    if (floor_div(t.coef, c)) q.terms[q.nterms++] = (Term){t.node, floor_div(t.coef, c)};
-    if (floor_mod(t.coef, c)) r.terms[r.nterms++] = (Term){t.node, floor_mod(t.coef, c)};
+    if (floor_div(t.coef, c)) q->terms[q->nterms++] = (Term){t.node, floor_div(t.coef, c)};
+    if (floor_mod(t.coef, c)) r->terms[r->nterms++] = (Term){t.node, floor_mod(t.coef, c)};
   }
-  q.k = floor_div(lin->k, c), r.k = floor_mod(lin->k, c);
+  q->k = floor_div(lin->k, c), r->k = floor_mod(lin->k, c);
+}
+
+/* x = c·Q + R; the folded quotient or remainder, or NULL. */
+static const UOp *divmod_split(Ctx *ctx, const Linear *lin, const UOp *root, int64_t c) {
+  Linear q, r;
+  linear_split(lin, c, &q, &r);
   int64_t lo, hi;
   if (!linear_bounds(&r, &lo, &hi) || lo < 0 || !linear_fits(r.dtype, lo, hi)) return NULL;
   bool is_div = root->op == UJ_OP_IDIV;
@@ -86,15 +96,30 @@ static const UOp *div_common_factor(Ctx *ctx, const Linear *lin, int64_t c) {
 
 /* (x*c + y)//c -> x + y//c, (x*c + y)%c -> y%c, ... (see the file header) */
 const UOp *rw_divmod(Rewriter *rw, const UOp *root, const Binds *m) {
-  int64_t c = positive_const(m->c), lo, hi;
+  int64_t c = positive_const(m->c), hi;
   Linear lin;
-  if (!c || !linear_decompose(m->x, &lin) || !linear_bounds(&lin, &lo, &hi) || lo < 0 ||
-      !linear_fits(lin.dtype, lo, hi))
-    return NULL;
+  if (!c || !nonneg_linear(m->x, &lin, &hi)) return NULL;
   if (hi < c) return root->op == UJ_OP_IDIV ? uop_const_int(rw->ctx, root->dtype, 0) : m->x;
   const UOp *out = divmod_split(rw->ctx, &lin, root, c);
   if (!out && root->op == UJ_OP_IDIV) out = div_common_factor(rw->ctx, &lin, c);
-  return smaller(rw, out, root, &lin);
+  return linear_not_larger(rw, out, root, &lin);
+}
+
+/* (x//a)%b -> (x%(a·b))//a, for x >= 0 and a, b > 0, when x%(a·b) folds to
+ * a form R with 0 <= R < a·b: only x's low terms stay. The quotient x//a is
+ * never built, which matters where x's sums are shared: rebuilt as a new
+ * linear form it can cost more than the division it replaces, and then
+ * rw_divmod declines it and the remainder it would lead to. */
+const UOp *rw_mod_div(Rewriter *rw, const UOp *root, const Binds *m) {
+  int64_t a = positive_const(m->a), b = positive_const(m->b), ab, lo, hi;
+  Linear lin, q, r;
+  if (!a || !b || __builtin_mul_overflow(a, b, &ab) || !nonneg_linear(m->x, &lin, &hi)) return NULL;
+  linear_split(&lin, ab, &q, &r);
+  if (!linear_bounds(&r, &lo, &hi) || lo < 0 || hi >= ab || !linear_fits(r.dtype, lo, hi))
+    return NULL;
+  const UOp *rest = linear_build(rw->ctx, &r);
+  const UOp *out = rest ? uop_binary(rw->ctx, UJ_OP_IDIV, rest, m->a) : NULL;
+  return linear_not_larger(rw, out, root, &lin);
 }
 
 /* x + k < d -> x < d - k;  g·x < d -> x < ceil(d/g), with no wrap-around */
@@ -117,5 +142,5 @@ const UOp *rw_lt_linear(Rewriter *rw, const UOp *root, const Binds *m) {
     return NULL;
   const UOp *lhs = linear_build(rw->ctx, &lin), *rhs = uop_const_int(rw->ctx, dt, bound);
   const UOp *out = lhs && rhs ? uop_binary(rw->ctx, UJ_OP_CMPLT, lhs, rhs) : NULL;
-  return smaller(rw, out, root, &lin);
+  return linear_not_larger(rw, out, root, &lin);
 }

@@ -12,6 +12,7 @@
 
 const UOp *rw_div_div(Rewriter *rw, const UOp *root, const Binds *m);
 const UOp *rw_mod_mod(Rewriter *rw, const UOp *root, const Binds *m);
+const UOp *rw_mod_div(Rewriter *rw, const UOp *root, const Binds *m);
 const UOp *rw_divmod(Rewriter *rw, const UOp *root, const Binds *m);
 const UOp *rw_lt_linear(Rewriter *rw, const UOp *root, const Binds *m);
 

@@ -188,19 +188,28 @@ static bool is_term(const Linear *lin, const UOp *u) {
   return false;
 }
 
-int linear_cost(const Rewriter *rw, const UOp *root, const Linear *lin) {
+/* What u costs: its distinct nodes down to the terms of lin, not counting
+ * nodes that other users keep alive anyway (shared ones), except
+ * `replaced` itself, whose users all move to its replacement. */
+static int linear_cost(const Rewriter *rw, const UOp *u, const UOp *replaced, const Linear *lin) {
   const UOp *seen[4 * LINEAR_MAX_SPINE], *stack[4 * LINEAR_MAX_SPINE];
   int nseen = 0, top = 0, cost = 0;
-  stack[top++] = root;
+  stack[top++] = u;
   while (top) {
-    const UOp *u = stack[--top];
-    bool dup = is_term(lin, u) || (u != root && rewrite_is_shared(rw, u));
-    for (int i = 0; i < nseen && !dup; i++) dup = seen[i] == u;
+    const UOp *v = stack[--top];
+    bool dup = is_term(lin, v) || (v != replaced && rewrite_is_shared(rw, v));
+    for (int i = 0; i < nseen && !dup; i++) dup = seen[i] == v;
     if (dup) continue;
     if (nseen == 4 * LINEAR_MAX_SPINE) return cost; /* big enough to lose */
-    seen[nseen++] = u;
-    cost += u->op == UJ_OP_IDIV || u->op == UJ_OP_MOD ? LINEAR_DIVMOD_COST : 1;
-    for (uint32_t i = 0; i < u->nsrc && top < 4 * LINEAR_MAX_SPINE; i++) stack[top++] = u->src[i];
+    seen[nseen++] = v;
+    cost += v->op == UJ_OP_IDIV || v->op == UJ_OP_MOD ? LINEAR_DIVMOD_COST : 1;
+    for (uint32_t i = 0; i < v->nsrc && top < 4 * LINEAR_MAX_SPINE; i++) stack[top++] = v->src[i];
   }
   return cost;
+}
+
+const UOp *linear_not_larger(const Rewriter *rw, const UOp *out, const UOp *root,
+                             const Linear *lin) {
+  if (!out || out == root) return out;
+  return linear_cost(rw, out, root, lin) <= linear_cost(rw, root, root, lin) ? out : NULL;
 }

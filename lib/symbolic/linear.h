@@ -36,13 +36,17 @@ const UOp *linear_build(Ctx *ctx, const Linear *lin);
 bool linear_bounds(const Linear *lin, int64_t *lo, int64_t *hi);
 /* Whether [lo, hi] fits the dtype (then the wrapped value is the exact one). */
 bool linear_fits(DType d, int64_t lo, int64_t hi);
-/* What root costs: its distinct nodes down to the terms of lin, not
- * counting nodes below root that other users keep alive anyway; an
- * integer division or modulo costs LINEAR_DIVMOD_COST (tens of cycles,
- * against one for an add or multiply), so folding one away is worth a
- * few new adds even where the sum it divided stays alive. */
+/* out when it costs no more than root, the node it replaces; else NULL
+ * (out itself when NULL or root). A node costs its distinct nodes down to
+ * the terms of lin; a node that other users keep alive (rewrite_is_shared)
+ * costs nothing on either side, except root itself, whose users all move to
+ * out: so an out that already exists for other users is free (x+0 -> x for
+ * a shared x). An integer division or modulo costs LINEAR_DIVMOD_COST (tens
+ * of cycles, against one for an add or multiply), so folding one away is
+ * worth a few new adds even where the sum it divided stays alive. */
 enum { LINEAR_DIVMOD_COST = 8 };
-int linear_cost(const Rewriter *rw, const UOp *root, const Linear *lin);
+const UOp *linear_not_larger(const Rewriter *rw, const UOp *out, const UOp *root,
+                             const Linear *lin);
 /* A total, context-independent order of nodes: variables by name, then by
  * op and structure, constants last. */
 int uop_term_order(const UOp *a, const UOp *b);

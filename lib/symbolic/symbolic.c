@@ -116,9 +116,7 @@ static const UOp *rw_commute(Rewriter *rw, const UOp *root, const Binds *m) {
 static const UOp *rw_linear(Rewriter *rw, const UOp *root, const Binds *m) {
   Linear lin;
   if (!linear_decompose(root, &lin)) return NULL;
-  const UOp *out = linear_build(rw->ctx, &lin);
-  if (!out || out == root) return out;
-  return linear_cost(rw, out, &lin) <= linear_cost(rw, root, &lin) ? out : NULL;
+  return linear_not_larger(rw, linear_build(rw->ctx, &lin), root, &lin);
 }
 
 /* x << c -> x * 2^c (the count is taken modulo the width); not when c
@@ -186,6 +184,7 @@ static const Rule symbolic_rules[] = {
   {"(SHR:int x c=(CONST))", rw_shr_to_div},                  // x>>c -> x//2^c, x >= 0
   {"(IDIV (IDIV x a=(CONST)) b=(CONST))", rw_div_div},       // (x//a)//b -> x//(a*b)
   {"(MOD (MOD x a=(CONST)) b=(CONST))", rw_mod_mod},         // (x%(b*k))%b -> x%b
+  {"(MOD (IDIV x a=(CONST)) b=(CONST))", rw_mod_div},        // (x//a)%b -> (x%(a*b))//a
   {"(IDIV|MOD:int x c=(CONST))", rw_divmod},                 // (x*c+y)//c -> x, (x*c+y)%c -> y
   {"(CMPLT x d=(CONST))", rw_lt_linear},                     // x+k < d -> x < d-k; g*x < d -> x < ceil(d/g)
   {"(MAX:int x y)", rw_max_bounds},                          // max(x,y) -> x when x >= y
