@@ -37,8 +37,11 @@ static void test_kernel_counts(uj_session *s) {
   uj_tensor *img = uj_tensor_rand(s, (int64_t[]){2, 3, 9, 9}, 4, 6), *k = uj_tensor_rand(s, (int64_t[]){4, 3, 3, 3}, 4, 7);
   uj_tensor *cb = uj_tensor_rand(s, (int64_t[]){4}, 1, 8);
   uj_tensor *conv = uj_tensor_unary(UJ_UN_RELU, uj_tensor_conv2d(img, k, cb, NULL, (int64_t[]){1, 1}, NULL, 1));
-  CHECK(uj_tensor_kernel_count(conv) == 1, "conv2d+bias+relu: %zu kernels", uj_tensor_kernel_count(conv));
-  CHECK(uj_tensor_kernel_count(uj_tensor_maxpool2d(conv, (int64_t[]){2, 2}, NULL, NULL)) == 1, "conv then maxpool: one kernel");
+  CHECK(uj_tensor_kernel_count(conv) == 2, "conv2d+bias+relu, padded: the padded input, then one kernel: %zu kernels",
+        uj_tensor_kernel_count(conv));
+  CHECK(uj_tensor_kernel_count(uj_tensor_maxpool2d(conv, (int64_t[]){2, 2}, NULL, NULL)) == 2, "conv then maxpool: one kernel more");
+  uj_tensor *unpadded = uj_tensor_unary(UJ_UN_RELU, uj_tensor_conv2d(img, k, cb, NULL, NULL, NULL, 1));
+  CHECK(uj_tensor_kernel_count(unpadded) == 1, "conv2d+bias+relu, no padding: %zu kernels", uj_tensor_kernel_count(unpadded));
   CHECK(uj_tensor_kernel_count(uj_tensor_transpose(a, 0, 1)) == 1, "a copy of a view");
   CHECK(uj_tensor_kernel_count(a) == 0, "a buffer needs no kernel");
   /* attention: the scaled scores are read by their max and their exp (cut once, not computed by both), softmax's

@@ -162,6 +162,9 @@ uj_tensor *uj_tensor_conv2d(uj_tensor *xt, uj_tensor *wt, uj_tensor *bias, const
   const int64_t *st = stride ? stride : one, *pd = padding ? padding : zero, *dl = dilation ? dilation : one;
   if (pd[0] < 0 || pd[1] < 0) return tensor_fail(s, "conv2d", "padding (%lld, %lld) is negative", (long long)pd[0], (long long)pd[1]);
   const UOp *xp = node_pad(s, x, (int64_t[]){0, 0, 0, 0, pd[0], pd[0], pd[1], pd[1]});
+  /* padded, the input gets a buffer of its own (a copy kernel of N·C·(H+2p)·(W+2p) elements): the
+   * convolution then reads it without gates, and its lanes stay vectors (docs/opt.md, "Upcast") */
+  if (xp && (pd[0] || pd[1])) xp = tensor_node(s, "conv2d", UJ_OP_STAGE, xp->dtype, &xp, 1, arg_none());
   const UOp *win = xp ? windows_2d(s, "conv2d", xp, w->shape + 2, st, dl) : NULL; /* (N, C, OH, OW, KH, KW) */
   if (!win) return NULL;
   int64_t OH = win->shape[2], OW = win->shape[3], KH = w->shape[2], KW = w->shape[3], Cg = C / G, Og = O / G;
