@@ -524,6 +524,8 @@ static LLVMValueRef make_function(State *s, const char *name) {
   }
   if (s->r.t->cpu[0]) add_string_attr(s, fn, "target-cpu", s->r.t->cpu);
   if (s->r.t->features[0]) add_string_attr(s, fn, "target-features", s->r.t->features);
+  /* LLVM vectorizes loops 256 bits wide on AVX-512 CPUs unless told (docs/compile.md) */
+  if (s->r.t->kind == TARGET_CPU && s->r.t->vector_bytes >= 64) add_string_attr(s, fn, "prefer-vector-width", "512");
   return fn;
 }
 
@@ -539,6 +541,7 @@ static bool make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
   add_attr(s, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
   add_string_attr(s, fn, "target-cpu", s->r.t->cpu);
   add_string_attr(s, fn, "target-features", s->r.t->features);
+  if (s->r.t->vector_bytes >= 64) add_string_attr(s, fn, "prefer-vector-width", "512"); /* as the body's */
   LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(lc, fn, "entry"));
   size_t np = s->sig->nparams, nv = s->sig->nvars;
   LLVMValueRef *args = malloc((np + nv + 2) * sizeof *args);
