@@ -11,7 +11,7 @@
 #include "schedule/schedule.h"
 #include "tensor/tensor_impl.h"
 
-static const ScheduleTarget cpu = {"CPU", 64, {32}};
+static const ScheduleTarget cpu = {"CPU", 64, {.vector_bytes = 32}};
 
 static uj_tensor *rnd(uj_session *s, int64_t a, int64_t b, uint64_t seed) { return uj_tensor_rand(s, (int64_t[]){a, b}, 2, seed); }
 static uj_tensor *bin(uj_binop op, uj_tensor *a, uj_tensor *b) { return uj_tensor_binary(op, a, b); }
@@ -110,7 +110,7 @@ static void test_memory_plan(uj_session *s) {
   uj_tensor *s3 = red(UJ_RED_SUM, bin(UJ_BIN_MUL, x, s2), 1), *out = bin(UJ_BIN_ADD, x, s3);
   int64_t next = 1000;
   const UOp *root = out->node;
-  Schedule *sch = schedule_make(s->ctx, &root, 1, NULL, NULL, NULL, &next, &cpu);
+  Schedule *sch = schedule_make(s->ctx, &root, 1, NULL, NULL, NULL, &next, &cpu, NULL);
   CHECK(sch && sch->nitems == 4, "four kernels: %s", sch ? "" : uj_session_error(s));
   if (sch && sch->nitems == 4) {
     CHECK(sch->nslabs == 2, "three temps in two slabs: %zu", sch->nslabs);
@@ -145,7 +145,7 @@ static void test_independent(uj_session *s) {
   uj_tensor *rx = bin(UJ_BIN_SUB, x, red(UJ_RED_MAX, x, 1)), *ry = bin(UJ_BIN_SUB, y, red(UJ_RED_MAX, y, 0));
   const UOp *roots[2] = {rx->node, ry->node};
   int64_t next = 2000;
-  Schedule *sch = schedule_make(s->ctx, roots, 2, NULL, NULL, NULL, &next, &cpu);
+  Schedule *sch = schedule_make(s->ctx, roots, 2, NULL, NULL, NULL, &next, &cpu, NULL);
   CHECK(sch && sch->nitems == 4, "two kernels per root");
   unsigned at_level[2] = {0, 0};
   for (size_t j = 0; sch && j < sch->nitems; j++)
@@ -197,7 +197,7 @@ static void test_memory_released(void) {
 static size_t assign_kernels(uj_session *s, uj_tensor *x, uj_tensor *value) {
   const UOp *b = schedule_view_buffer(x->node), *root = value->node;
   int64_t next = 3000;
-  Schedule *sch = schedule_make(s->ctx, &root, 1, &b, NULL, NULL, &next, &cpu);
+  Schedule *sch = schedule_make(s->ctx, &root, 1, &b, NULL, NULL, &next, &cpu, NULL);
   size_t n = sch ? sch->nitems : 99;
   bool into = sch && sch->nitems && sch->items[sch->nitems - 1].output == b;
   for (size_t j = 0; sch && j < sch->nitems; j++) /* in place: no kernel reads the buffer it writes through a second PARAM */

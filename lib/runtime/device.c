@@ -1,9 +1,26 @@
-/* device.c — opening devices, the per-device program cache, buffers
- * (device.h). Which backends exist is the table below. */
+/* device.c — opening devices, the per-device program cache, buffers and
+ * the pool of their freed memory (device.h). Which backends exist is the
+ * table below. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/device.h"
+
+/* Pooled memory is poisoned under AddressSanitizer: a buffer used after
+ * its last reference went is still reported. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/asan_interface.h>
+#endif
+#endif
+#ifndef ASAN_POISON_MEMORY_REGION
+#define ASAN_POISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#endif
+
+enum { POOL_MAX_BYTES = 1 << 30 };
 
 typedef struct Backend {
   const char *name;
@@ -26,6 +43,8 @@ Device *device_open(Ctx *ctx, const char *name, const char **error) {
     if (!d) return *error = "out of memory", NULL;
     d->name = backends[i].name, d->ops = backends[i].ops, d->index_bits = backends[i].index_bits, d->ctx = ctx;
     d->vector_bytes = d->ops->vector_bytes ? d->ops->vector_bytes(d) : 16;
+    size_t memory = d->ops->memory_bytes ? d->ops->memory_bytes(d) : 0;
+    d->pool.limit = memory && memory / 8 < POOL_MAX_BYTES ? memory / 8 : POOL_MAX_BYTES;
     return d;
   }
   return *error = "unknown device (known: CPU, CUDA, AMD)", NULL;
@@ -33,6 +52,7 @@ Device *device_open(Ctx *ctx, const char *name, const char **error) {
 
 void device_close(Device *d) {
   if (!d) return;
+  device_pool_drain(d);
   for (size_t i = 0; i < d->ncache; i++) d->ops->program_free(d, d->cache[i].program);
   free(d->cache);
   free(d);
@@ -52,9 +72,60 @@ void *device_program(Device *d, const UOp *kernel, const char *name) {
   return p;
 }
 
+/* ---- the pool ---- */
+
+static size_t size_class(size_t bytes) {
+  size_t grains = bytes ? (bytes + RT_POOL_GRAIN - 1) / RT_POOL_GRAIN : 1;
+  return grains * RT_POOL_GRAIN;
+}
+
+static void pool_remove(Device *d, size_t i, bool free_it) {
+  BufferPool *p = &d->pool;
+  PooledBlock blk = p->blocks[i];
+  memmove(&p->blocks[i], &p->blocks[i + 1], (p->n - i - 1) * sizeof *p->blocks);
+  p->n--, p->bytes -= blk.bytes;
+  ASAN_UNPOISON_MEMORY_REGION(blk.mem, blk.bytes);
+  if (free_it) d->ops->free(d, blk.mem);
+}
+
+/* A block of class bytes from the pool, newest first; NULL when none. */
+static void *pool_take(Device *d, size_t bytes) {
+  for (size_t i = d->pool.n; i-- > 0;) {
+    void *mem = d->pool.blocks[i].mem;
+    if (d->pool.blocks[i].bytes != bytes) continue;
+    pool_remove(d, i, false);
+    return mem;
+  }
+  return NULL;
+}
+
+static void pool_put(Device *d, void *mem, size_t bytes) {
+  BufferPool *p = &d->pool;
+  if (bytes > p->limit) {
+    d->ops->free(d, mem);
+    return;
+  }
+  while (p->n && (p->n == RT_POOL_BLOCKS || p->bytes + bytes > p->limit)) pool_remove(d, 0, true);
+  ASAN_POISON_MEMORY_REGION(mem, bytes);
+  p->blocks[p->n++] = (PooledBlock){mem, bytes};
+  p->bytes += bytes;
+}
+
+void device_pool_drain(Device *d) {
+  while (d->pool.n) pool_remove(d, d->pool.n - 1, true);
+}
+
+/* ---- buffers ---- */
+
 RtBuffer *rt_buffer_new(Device *d, size_t bytes) {
   RtBuffer *b = calloc(1, sizeof *b);
-  void *mem = b ? d->ops->alloc(d, bytes) : NULL;
+  size_t cls = size_class(bytes);
+  void *mem = b ? pool_take(d, cls) : NULL;
+  if (b && !mem) mem = d->ops->alloc(d, cls);
+  if (b && !mem && d->pool.n) { /* what the pool holds may be what is missing */
+    device_pool_drain(d);
+    mem = d->ops->alloc(d, cls);
+  }
   if (!mem) {
     free(b);
     ctx_set_error(d->ctx, "%s: cannot allocate a buffer of %zu bytes", d->name, bytes);
@@ -71,6 +142,6 @@ RtBuffer *rt_buffer_ref(RtBuffer *b) {
 
 void rt_buffer_unref(RtBuffer *b) {
   if (!b || --b->refs > 0) return;
-  b->device->ops->free(b->device, b->mem);
+  pool_put(b->device, b->mem, size_class(b->bytes));
   free(b);
 }

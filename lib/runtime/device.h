@@ -4,8 +4,9 @@
  * reported absent until then). Out: a Device that allocates memory, copies
  * it in and out, compiles kernels (cached per device by kernel node, so a
  * schedule run again compiles nothing) and launches them; RtBuffers,
- * counted references to device memory. Errors: false/NULL with the
- * message in the device's context. */
+ * counted references to device memory, whose memory goes back to the
+ * device's pool when the last reference goes (below). Errors: false/NULL
+ * with the message in the device's context. */
 #ifndef UJ_DEVICE_H
 #define UJ_DEVICE_H
 
@@ -20,6 +21,8 @@ typedef struct DeviceOps {
   bool (*copy_out)(Device *d, void *host, const void *src, size_t bytes);
   /* The widest vector register of the device's cores in bytes (opt.h). */
   unsigned (*vector_bytes)(Device *d);
+  /* The device's memory in bytes (its pool keeps an eighth at most). */
+  size_t (*memory_bytes)(Device *d);
   /* A program for kernel (a SINK over PARAM slots), or NULL. */
   void *(*compile)(Device *d, const UOp *kernel, const char *name);
   bool (*launch)(Device *d, void *program, void *const *buffers, size_t n);
@@ -32,6 +35,26 @@ typedef struct CachedProgram {
   void *program;
 } CachedProgram;
 
+/* Freed memory kept for the next allocation of its size class, so a
+ * realize that frees an output and makes one of the same size again gets
+ * pages already mapped (fresh ones fault on first touch: 65k faults for
+ * 256 MiB). Classes are sizes rounded up to RT_POOL_GRAIN bytes; a freed
+ * block that would take the pool past `limit` bytes or `RT_POOL_BLOCKS`
+ * blocks pushes out the oldest blocks first (one bigger than the limit is
+ * freed at once). Taken newest first: the warmest in the caches. */
+enum { RT_POOL_GRAIN = 64, RT_POOL_BLOCKS = 256 };
+typedef struct PooledBlock {
+  void *mem;
+  size_t bytes; /* its size class */
+} PooledBlock;
+
+typedef struct BufferPool {
+  PooledBlock blocks[RT_POOL_BLOCKS]; /* oldest first */
+  size_t n;
+  size_t bytes;  /* held in blocks */
+  size_t limit;  /* 1 GiB, or an eighth of the device's memory when less */
+} BufferPool;
+
 struct Device {
   const char *name;
   unsigned index_bits;   /* the narrowest index its kernels use (ScheduleTarget) */
@@ -40,10 +63,12 @@ struct Device {
   Ctx *ctx;              /* kernels and error messages */
   CachedProgram *cache;  /* compiled kernels, by kernel node */
   size_t ncache, cap_cache;
+  BufferPool pool;       /* freed memory, for reuse (rt_buffer_new) */
 };
 
 /* NULL when the device is unknown or absent, with the reason in *error. */
 Device *device_open(Ctx *ctx, const char *name, const char **error);
+/* Frees its programs and the memory in its pool. */
 void device_close(Device *d);
 /* The program for kernel, compiled on first use. */
 void *device_program(Device *d, const UOp *kernel, const char *name);
@@ -56,9 +81,13 @@ typedef struct RtBuffer {
   unsigned refs;
 } RtBuffer;
 
+/* bytes of memory from d's pool, else newly allocated; one reference. */
 RtBuffer *rt_buffer_new(Device *d, size_t bytes);
 RtBuffer *rt_buffer_ref(RtBuffer *b);
+/* The last reference gives the memory to its device's pool. */
 void rt_buffer_unref(RtBuffer *b);
+/* Frees the memory d's pool holds (device_close does). */
+void device_pool_drain(Device *d);
 
 /* The CPU device (backends/cpu/device.c). */
 extern const DeviceOps cpu_device_ops;

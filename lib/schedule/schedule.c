@@ -1,6 +1,7 @@
 /* schedule.c — cutting a tensor graph into kernels (schedule.h).
  *
  *   roots ──known──> graph with computed nodes replaced by BUFFER views
+ *         ──cache──> a schedule made before for this graph (cache.c), or:
  *         ──cuts───> STAGE(x) around each root and each broadcast REDUCE;
  *                    STAGE(x, B) for a root written into BUFFER B
  *         ──kernels> (STAGE x) -> RESHAPE(BUFFER): x's kernel (rangeify),
@@ -320,12 +321,12 @@ static bool plan_deps(Schedule *s) {
 
 /* ---- the whole ---- */
 
-static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, const UOp *const *into, ReplaceFn known, void *user) {
+static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, const UOp *const *into) {
   Ctx *ctx = st->ctx;
-  if (known) sink = graph_substitute(ctx, sink, known, user);
-  const UOp **into_by_id = sink ? calloc(ctx->nnodes, sizeof *into_by_id) : NULL;
-  for (uint32_t i = 0; into_by_id && into && i < sink->nsrc; i++) into_by_id[sink->src[i]->id] = into[i];
-  unsigned char *cut = into_by_id ? find_cuts(ctx, sink, into_by_id) : NULL;
+  const UOp **into_by_id = calloc(ctx->nnodes, sizeof *into_by_id);
+  if (!into_by_id) return ctx_set_error(ctx, "schedule: out of memory"), NULL;
+  for (uint32_t i = 0; into && i < sink->nsrc; i++) into_by_id[sink->src[i]->id] = into[i];
+  unsigned char *cut = find_cuts(ctx, sink, into_by_id);
   if (!cut) return free(into_by_id), NULL;
   st->cut = cut, st->into = into_by_id;
   sink = graph_substitute(ctx, sink, wrap_cut, st);
@@ -336,23 +337,36 @@ static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, const UOp *cons
   return sink;
 }
 
+/* The schedule of sink (the roots, computed nodes replaced). */
+static Schedule *schedule_build(Ctx *ctx, const UOp *sink, const UOp *const *into, int64_t *next_buffer_id,
+                                const ScheduleTarget *target) {
+  Schedule *s = calloc(1, sizeof *s);
+  if (s) s->outputs = calloc(sink->nsrc ? sink->nsrc : 1, sizeof *s->outputs);
+  if (!s || !s->outputs) return schedule_free(s), ctx_set_error(ctx, "schedule: out of memory"), NULL;
+  Scheduler st = {ctx, next_buffer_id, target, NULL, NULL, NULL, 0, 0};
+  sink = cut_and_kernel(&st, sink, into);
+  s->items = st.items, s->nitems = st.nitems;
+  if (!sink) return schedule_free(s), NULL;
+  memcpy(s->outputs, sink->src, sink->nsrc * sizeof *s->outputs);
+  s->noutputs = sink->nsrc;
+  if (!plan_deps(s)) return ctx_set_error(ctx, "schedule: out of memory"), schedule_free(s), NULL;
+  return s;
+}
+
 Schedule *schedule_make(Ctx *ctx, const UOp *const *roots, size_t nroots, const UOp *const *into, ReplaceFn known,
-                        void *user, int64_t *next_buffer_id, const ScheduleTarget *target) {
+                        void *user, int64_t *next_buffer_id, const ScheduleTarget *target, ScheduleCache *cache) {
   for (size_t i = 0; i < nroots; i++)
     if (dt_is_ptr(roots[i]->dtype) || dt_is_void(roots[i]->dtype))
       return ctx_set_error(ctx, "schedule: root %zu is not a tensor", i), NULL;
-  Schedule *s = calloc(1, sizeof *s);
-  s->outputs = calloc(nroots ? nroots : 1, sizeof *s->outputs);
-  Scheduler st = {ctx, next_buffer_id, target, NULL, NULL, NULL, 0, 0};
-  const UOp *sink = s && s->outputs ? uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), roots, nroots, arg_none()) : NULL;
-  if (!sink && s) ctx_set_error(ctx, "schedule: out of memory");
-  sink = sink ? cut_and_kernel(&st, sink, into, known, user) : NULL;
-  if (s) s->items = st.items, s->nitems = st.nitems;
-  else free(st.items);
-  if (!sink) return schedule_free(s), NULL;
-  memcpy(s->outputs, sink->src, nroots * sizeof *s->outputs);
-  s->noutputs = nroots;
-  if (!plan_deps(s)) return ctx_set_error(ctx, "schedule: out of memory"), schedule_free(s), NULL;
+  const UOp *sink = uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), roots, nroots, arg_none());
+  if (!sink) return ctx_set_error(ctx, "schedule: out of memory"), NULL;
+  if (known) sink = graph_substitute(ctx, sink, known, user);
+  if (!sink) return NULL;
+  Schedule *s = cache ? schedule_cache_find(cache, ctx, sink, into, next_buffer_id) : NULL;
+  if (s) return s;
+  int64_t first_id = *next_buffer_id;
+  s = schedule_build(ctx, sink, into, next_buffer_id, target);
+  if (s && cache) schedule_cache_put(cache, sink, into, s, first_id, *next_buffer_id);
   return s;
 }
 

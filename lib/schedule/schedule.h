@@ -54,15 +54,42 @@ typedef struct ScheduleTarget {
   OptTarget opt;
 } ScheduleTarget;
 
+/* Schedules made before, for one target: a graph scheduled again (the
+ * same roots once `known` has replaced what is computed, the same `into`)
+ * gets a copy of its schedule with the BUFFERs that schedule made
+ * numbered again from *next_buffer_id, exactly what scheduling anew would
+ * give. A schedule is a function of those nodes alone, so no entry ever
+ * goes stale: new contents of an input BUFFER are read when the kernels
+ * run, a new input is a new BUFFER node and so another graph. At most
+ * SCHEDULE_CACHE_MAX entries; a full cache is emptied. */
+typedef struct ScheduleCache ScheduleCache;
+enum { SCHEDULE_CACHE_MAX = 256 };
+ScheduleCache *schedule_cache_new(void);
+void schedule_cache_free(ScheduleCache *c);
+/* Entries held now, and lookups that found one so far. */
+size_t schedule_cache_size(const ScheduleCache *c);
+size_t schedule_cache_hits(const ScheduleCache *c);
+
 /* into: NULL, or per root the BUFFER to write it into (NULL: a new one;
  * an assignment otherwise: the kernel runs in place where it reads the
  * BUFFER only at the element it writes, else through a new buffer and a
- * copy). next_buffer_id: the id of the next BUFFER made (advanced). NULL
- * with the error set on failure. */
+ * copy). next_buffer_id: the id of the next BUFFER made (advanced).
+ * cache: NULL, or where schedules are looked up first and kept (made for
+ * this target only). NULL with the error set on failure. */
 Schedule *schedule_make(Ctx *ctx, const UOp *const *roots, size_t nroots, const UOp *const *into, ReplaceFn known,
-                        void *user, int64_t *next_buffer_id, const ScheduleTarget *target);
+                        void *user, int64_t *next_buffer_id, const ScheduleTarget *target, ScheduleCache *cache);
 void schedule_free(Schedule *s);
 /* The BUFFER a view made by the scheduler (RESHAPE of a BUFFER) reads. */
 const UOp *schedule_view_buffer(const UOp *view);
+
+/* ---- cache.c, for schedule_make ---- */
+/* A copy of the schedule kept for sink and into (NULL when none, or out
+ * of memory), its new BUFFERs numbered from *next_buffer_id (advanced). */
+Schedule *schedule_cache_find(ScheduleCache *c, Ctx *ctx, const UOp *sink, const UOp *const *into,
+                              int64_t *next_buffer_id);
+/* Keeps a copy of s, the schedule of sink and into, which made the
+ * BUFFERs first_id .. end_id - 1 (nothing when out of memory). */
+void schedule_cache_put(ScheduleCache *c, const UOp *sink, const UOp *const *into, const Schedule *s,
+                        int64_t first_id, int64_t end_id);
 
 #endif

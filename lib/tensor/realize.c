@@ -2,7 +2,8 @@
  * into kernels (lib/schedule), run on the session's device (lib/runtime),
  * and each realized tensor then reads its BUFFER. Nodes computed before
  * are seen through the session's map of realized nodes, so nothing is
- * computed twice. */
+ * computed twice; a graph scheduled before takes its schedule from the
+ * session's cache (schedule.h), so it is not cut or optimized twice. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@ static Schedule *schedule_of(uj_session *s, uj_tensor *const *ts, size_t n) {
   const UOp **roots = malloc((n ? n : 1) * sizeof *roots);
   if (!roots) return tensor_fail(s, "realize", "out of memory");
   for (size_t i = 0; i < n; i++) roots[i] = ts[i]->node;
-  Schedule *sch = schedule_make(s->ctx, roots, n, NULL, known_view, s, &s->next_buffer_id, &(ScheduleTarget){s->device->name, s->device->index_bits, {s->device->vector_bytes}});
+  Schedule *sch = schedule_make(s->ctx, roots, n, NULL, known_view, s, &s->next_buffer_id, &s->target, s->schedules);
   free(roots);
   return sch;
 }
@@ -43,25 +44,29 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   return ok ? UJ_OK : UJ_ERR_COMPILE;
 }
 
-/* After b was written: forgets every realized node whose value came from
- * b's old contents (its graph reads b) or was kept in b. Nodes are in
- * topological id order, so one pass from b's id marks every reader. */
-static bool forget_buffer(uj_session *s, const UOp *b) {
+/* After value was written into b (seen as view): forgets every realized
+ * node whose value came from b's old contents (its graph reads b) or was
+ * kept in b, then records that value is in view — unless value's graph
+ * reads b itself (x = x + 1): built again, that graph means the new
+ * contents plus one. Nodes are in topological id order, so one pass from
+ * b's id marks every reader. */
+static bool forget_buffer(uj_session *s, const UOp *b, const UOp *value, const UOp *view) {
   Ctx *ctx = s->ctx;
-  size_t n = ctx->nnodes < s->cap_known ? ctx->nnodes : s->cap_known;
-  unsigned char *reads = n > b->id ? calloc(n - b->id, 1) : NULL;
-  if (n > b->id && !reads) return tensor_fail(s, "assign", "out of memory"), false;
+  size_t n = ctx->nnodes;
+  unsigned char *reads = calloc(n - b->id, 1);
+  if (!reads) return tensor_fail(s, "assign", "out of memory"), false;
   for (size_t i = b->id; i < n; i++) {
     const UOp *u = ctx->nodes[i];
     bool r = u == b;
     for (uint32_t k = 0; k < u->nsrc && !r; k++) r = u->src[k]->id >= b->id && reads[u->src[k]->id - b->id];
     reads[i - b->id] = r;
-    if (r || (s->known[i] && s->known[i]->src[0] == b)) s->known[i] = NULL;
+    if (i < s->cap_known && (r || (s->known[i] && s->known[i]->src[0] == b))) s->known[i] = NULL;
   }
   for (size_t i = 0; i < b->id && i < s->cap_known; i++)
     if (s->known[i] && s->known[i]->src[0] == b) s->known[i] = NULL;
+  bool self = value->id >= b->id && reads[value->id - b->id];
   free(reads);
-  return true;
+  return self || tensor_known_set(s, value, view);
 }
 
 uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {
@@ -74,12 +79,11 @@ uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {
   const UOp *value = node_broadcast(s, "assign", node_cast(s, src->node, (uj_scalar)view->dtype.scalar), view->shape, view->ndim);
   if (!value) return UJ_ERR_ARG;
   tensor_collect_buffers(s);
-  Schedule *sch = schedule_make(s->ctx, &value, 1, &b, known_view, s, &s->next_buffer_id, &(ScheduleTarget){s->device->name, s->device->index_bits, {s->device->vector_bytes}});
+  Schedule *sch = schedule_make(s->ctx, &value, 1, &b, known_view, s, &s->next_buffer_id, &s->target, s->schedules);
   bool ok = sch && runtime_run(s->device, sch, &s->buffers);
   schedule_free(sch);
   if (!ok) return UJ_ERR_COMPILE;
-  if (!forget_buffer(s, b)) return UJ_ERR_NOMEM;
-  return tensor_known_set(s, value, view) ? UJ_OK : UJ_ERR_NOMEM;
+  return forget_buffer(s, b, value, view) ? UJ_OK : UJ_ERR_NOMEM;
 }
 
 uj_status uj_tensor_to_host(uj_tensor *t, void *dst, size_t bytes) {

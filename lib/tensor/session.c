@@ -18,6 +18,9 @@ uj_session *uj_session_new(const char *device, const char **error) {
   if (!s->ctx) return free(s), *error = "out of memory", NULL;
   s->device = device_open(s->ctx, device, error);
   if (!s->device) return uj_ctx_free(s->ctx), free(s), NULL;
+  s->target = (ScheduleTarget){s->device->name, s->device->index_bits, {.vector_bytes = s->device->vector_bytes}};
+  s->schedules = schedule_cache_new();
+  if (!s->schedules) return uj_session_free(s), *error = "out of memory", NULL;
   return s;
 }
 
@@ -27,6 +30,7 @@ void uj_session_free(uj_session *s) {
   free(s->tensors);
   free(s->known);
   buffer_table_free(&s->buffers);
+  schedule_cache_free(s->schedules);
   device_close(s->device); /* programs before the context that owns them */
   uj_ctx_free(s->ctx);
   free(s);

@@ -21,6 +21,8 @@
 struct uj_session {
   Ctx *ctx;
   Device *device;
+  ScheduleTarget target;     /* what the device's kernels are shaped for */
+  ScheduleCache *schedules;  /* graphs realized before (schedule.h) */
   BufferTable buffers;   /* BUFFER id -> memory */
   int64_t next_buffer_id;
   uj_tensor **tensors;   /* live tensors */
