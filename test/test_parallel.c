@@ -89,7 +89,7 @@ static void test_choice(void) {
                             "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (CONST:float32 1.0)))"
                             " (END %j (STORE (INDEX (PARAM:float32* 1) %j) (CONST:float32 2.0))))",
                             "two");
-  CHECK(two && opt_kernel(s->ctx, two, &(OptTarget){64}) == two, "two loop nests: left alone");
+  CHECK(two && opt_kernel(s->ctx, two, &(OptTarget){.vector_bytes = 64}) == two, "two loop nests: left alone");
   float got[300 * 200], want[300 * 200];
   CHECK(uj_tensor_to_host(sm, got, sizeof got) == UJ_OK, "%s", uj_session_error(s));
   CHECK(cpu_pool_last_threads(s->ctx) == 2, "softmax ran on 2 threads: %u", cpu_pool_last_threads(s->ctx));

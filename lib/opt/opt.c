@@ -37,13 +37,18 @@ OptConfig opt_config_random(uint64_t seed) {
 
 /* UJ_OPT_RANDOM=SEED: each kernel gets opt_config_random(SEED, n) for
  * the n-th kernel this process shapes (tests run the tensor API's
- * kernels so, docs/opt.md); unset or not a number: the heuristics. */
+ * kernels so, docs/opt.md); unset or not a number: t's search, if any,
+ * else the heuristics. */
 const UOp *opt_kernel(Ctx *ctx, const UOp *kernel, const OptTarget *t) {
   static atomic_ulong shaped;
   const char *env = getenv("UJ_OPT_RANDOM");
   char *end = NULL;
   unsigned long long seed = env && *env ? strtoull(env, &end, 10) : 0;
-  if (!end || *end) return opt_apply(ctx, kernel, t, &(OptConfig){0});
+  if (!end || *end) {
+    OptConfig c = {0};
+    if (t->search) t->search->choose(t->search, ctx, kernel, t, &c);
+    return opt_apply(ctx, kernel, t, &c);
+  }
   OptConfig c = opt_config_random(seed * 0x100000001b3ull + atomic_fetch_add(&shaped, 1));
   return opt_apply(ctx, kernel, t, &c);
 }

@@ -20,9 +20,12 @@
 
 #include "uop/uop.h"
 
+typedef struct OptSearch OptSearch;
+
 /* What kernels are shaped for. */
 typedef struct OptTarget {
   unsigned vector_bytes; /* the widest vector register: 64 (AVX-512), 32 (AVX2), 16 (SSE, GPUs) */
+  OptSearch *search;     /* NULL, or what picks each kernel's config (below) */
 } OptTarget;
 
 /* A switch of OptConfig: the heuristic's choice, or forced. */
@@ -42,8 +45,16 @@ typedef struct OptConfig {
   OptSwitch parallel; /* the outer loop on threads */
 } OptConfig;
 
-/* The heuristics' kernel for t: opt_apply with the zero OptConfig; with
- * UJ_OPT_RANDOM=SEED in the environment, a random config per kernel. */
+/* A search for the config of each kernel (lib/runtime/beam.c, UJ_BEAM:
+ * docs/search.md): `choose` fills in the config of kernel (as rangeify
+ * makes it) for t, or leaves it zero (the heuristics). */
+struct OptSearch {
+  void (*choose)(OptSearch *s, Ctx *ctx, const UOp *kernel, const OptTarget *t, OptConfig *config);
+};
+
+/* The heuristics' kernel for t: opt_apply with the zero OptConfig, or
+ * with t->search's config when set; with UJ_OPT_RANDOM=SEED in the
+ * environment, a random config per kernel. */
 const UOp *opt_kernel(Ctx *ctx, const UOp *kernel, const OptTarget *t);
 /* A config drawn from seed over the values each field may take (tests
  * apply it to kernels: every config is safe). */

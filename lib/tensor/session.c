@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/beam.h"
 #include "tensor/tensor_impl.h"
 #include "uop/alu.h"
 
@@ -19,6 +20,7 @@ uj_session *uj_session_new(const char *device, const char **error) {
   s->device = device_open(s->ctx, device, error);
   if (!s->device) return uj_ctx_free(s->ctx), free(s), NULL;
   s->target = (ScheduleTarget){s->device->name, s->device->index_bits, {.vector_bytes = s->device->vector_bytes}};
+  s->target.opt.search = beam_new(s->device); /* UJ_BEAM: NULL when unset */
   s->schedules = schedule_cache_new();
   if (!s->schedules) return uj_session_free(s), *error = "out of memory", NULL;
   return s;
@@ -31,6 +33,7 @@ void uj_session_free(uj_session *s) {
   free(s->known);
   buffer_table_free(&s->buffers);
   schedule_cache_free(s->schedules);
+  beam_free(s->target.opt.search);
   device_close(s->device); /* programs before the context that owns them */
   uj_ctx_free(s->ctx);
   free(s);
