@@ -170,6 +170,7 @@ static void test_tile(Ctx *ctx) {
   check_tile(ctx, "float32", "%mm", 8, 128, 128, 64, false, false, "one row block: no tiles to split");
   check_tile(ctx, "float32", "%mm", 64, 128, 32, 64, false, false, "one column block: no panel to reuse");
   check_tile(ctx, "float32", "%mm", 32, 4112, 64, 64, true, false, "a panel over 512 KiB: tiles, not staged");
+  check_tile(ctx, "float32", "%mm", 64, 96, 72, 64, true, true, "72 columns: 2 blocks of 32 and upcast's tail of 8, tiled");
   /* a batch loop around the rows and columns (attention's heads): tiles inside it */
   const char *batched =
       "%h = (RANGE loop 0 (CONST:int64 3))\n%i = (RANGE loop 1 (CONST:int64 64))\n%j = (RANGE loop 2 (CONST:int64 64))\n"

@@ -138,16 +138,21 @@ static const UOp *stage_panel(Ctx *ctx, const UOp *kernel, const UOp *block, con
   return out;
 }
 
+static bool stores_only(const UOp *e) {
+  bool ok = e->op == UJ_OP_END && e->nsrc >= 2;
+  for (uint32_t x = 1; x < e->nsrc && ok; x++) ok = e->src[x]->op == UJ_OP_STORE;
+  return ok;
+}
+
 /* The END of the rows around the END of the columns, whose effects are
- * the block's stores, in a one-nest kernel (batch loops may enclose
- * them); NULL if the kernel is not that. */
+ * the block's stores (and upcast's tail loop of stores after it), in a
+ * one-nest kernel (batch loops may enclose them); NULL if the kernel is
+ * not that. */
 static const UOp *rows_end_of(const UOp *kernel) {
   const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
-  for (; e && e->op == UJ_OP_END && e->nsrc == 2 && e->src[1]->op == UJ_OP_END; e = e->src[1]) {
-    const UOp *inner = e->src[1];
-    bool block = inner->nsrc >= 2;
-    for (uint32_t x = 1; x < inner->nsrc && block; x++) block = inner->src[x]->op == UJ_OP_STORE;
-    if (block) return e;
+  for (; e && e->op == UJ_OP_END && (e->nsrc == 2 || e->nsrc == 3) && e->src[1]->op == UJ_OP_END; e = e->src[1]) {
+    if (stores_only(e->src[1]) && (e->nsrc == 2 || stores_only(e->src[2]))) return e; /* [2]: upcast's tail loop */
+    if (e->nsrc == 3) return NULL;
   }
   return NULL;
 }
@@ -192,6 +197,14 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   if (!rows_end) return NULL;
   const UOp *cols_end = fill ? uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){j, fill, rows_end}, 3, arg_none())
                              : uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){j, rows_end}, 2, arg_none());
-  const UOp *tiles_end = uop_new(ctx, UJ_OP_END, outer->dtype, (const UOp *[]){t, cols_end}, 2, arg_none());
+  const UOp *tail = NULL; /* upcast's tail loop, for each row block of the tile: END(u', tail(t·T + u')) */
+  if (outer->nsrc == 3) {
+    int64_t axis_v = axis + 3;
+    const UOp *v = uop_new(ctx, UJ_OP_RANGE, i->dtype, &nu, 1, (Arg){i->name, &axis_v, 1});
+    const UOp *row_v = v ? uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, t, nu), v) : NULL;
+    const UOp *rest = row_v ? substitute(ctx, outer->src[2], i, row_v) : NULL;
+    if (!rest || !(tail = uop_new(ctx, UJ_OP_END, outer->dtype, (const UOp *[]){v, rest}, 2, arg_none()))) return NULL;
+  }
+  const UOp *tiles_end = uop_new(ctx, UJ_OP_END, outer->dtype, (const UOp *[]){t, cols_end, tail}, tail ? 3 : 2, arg_none());
   return tiles_end ? substitute(ctx, kernel, outer, tiles_end) : NULL;
 }
