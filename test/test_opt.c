@@ -161,8 +161,8 @@ static void check_tile(Ctx *ctx, const char *t, const char *value, int64_t rows,
 }
 
 static void test_tile(Ctx *ctx) {
-  check_tile(ctx, "float32", "%mm", 64, 128, 128, 64, true, true, "gemm 64x128x128, AVX-512: 2 tiles of 4 blocks of 8 rows");
-  check_tile(ctx, "float32", "%mm", 64, 128, 128, 32, true, true, "gemm 64x128x128, AVX2");
+  check_tile(ctx, "float32", "%mm", 64, 64, 64, 64, true, true, "gemm 64x64x64, AVX-512: 2 tiles of 4 blocks of 8 rows");
+  check_tile(ctx, "float32", "%mm", 64, 64, 64, 32, true, true, "gemm 64x64x64, AVX2");
   check_tile(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 64, 96, 64, 64, true, true, "gemm + bias, relu");
   check_tile(ctx, "float64", "%mm", 32, 64, 32, 64, true, true, "float64");
   check_tile(ctx, "int32", "%mm", 64, 64, 64, 32, true, true, "int32");
@@ -200,7 +200,7 @@ static int count_of(const char *text, const char *what) {
 
 static void check_config(Ctx *ctx, const OptConfig *c, int vectors, const char *vec, bool tiled, bool staged, bool global,
                          const char *what) {
-  const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", 64, 128, 128), what);
+  const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", 64, 64, 64), what);
   const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = 64}, c) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   int loops = text ? count_of(text, "(RANGE:") - count_of(text, " reduce ") : 0; /* rows, columns[, tile][, panel fill] */
@@ -209,7 +209,7 @@ static void check_config(Ctx *ctx, const OptConfig *c, int vectors, const char *
         "%s: %d x %s, %s, %s, %s:\n%s", what, vectors, vec, tiled ? "tiles" : "no tiles", staged ? "staged" : "not staged",
         global ? "threads" : "one thread", text ? text : uj_error(ctx));
   free(text);
-  check_same(ctx, k, up, dt_scalar(UJ_FLOAT32), 64, 128, 128, what);
+  check_same(ctx, k, up, dt_scalar(UJ_FLOAT32), 64, 64, 64, what);
 }
 
 static void test_config(Ctx *ctx) {
@@ -219,7 +219,7 @@ static void test_config(Ctx *ctx) {
   check_config(ctx, &(OptConfig){.columns = 1}, 0, "REDUCE:float32x", false, false, true, "no upcast");
   check_config(ctx, &(OptConfig){.columns = 12}, 0, "REDUCE:float32x", false, false, true, "12 columns: not a power of 2");
   check_config(ctx, &(OptConfig){.rows = 16}, 2, "REDUCE:float32x16 ", true, true, true, "16 rows: more than 8, columns only");
-  check_config(ctx, &(OptConfig){.tile = 1}, 16, "REDUCE:float32x16 ", false, false, false, "no tiles: 2^12 iterations, one thread");
+  check_config(ctx, &(OptConfig){.tile = 1}, 16, "REDUCE:float32x16 ", false, false, false, "no tiles: 2^10 iterations, one thread");
   check_config(ctx, &(OptConfig){.tile = 8}, 16, "REDUCE:float32x16 ", true, true, true, "one tile of 8 blocks (the fill loop counts as work)");
   check_config(ctx, &(OptConfig){.tile = 3}, 16, "REDUCE:float32x16 ", false, false, false, "3 does not divide 8 row blocks");
   check_config(ctx, &(OptConfig){.stage = OPT_OFF}, 16, "REDUCE:float32x16 ", true, false, false, "tiles, no staged panel");
