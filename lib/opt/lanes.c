@@ -31,31 +31,19 @@ enum { LANES_FREE_WIDTH = 32, LANES_MAX_VECTOR = 64, LANES_MAX_INNER = 8, LANES_
 
 /* ---- lanes ---- */
 
-/* One lane of a value: the range replaced by its value in the lane, each
- * inner REDUCE by the lane's element of its vector REDUCE. */
-typedef struct Lane {
-  const UOp *from[1 + LANES_MAX_INNER], *to[1 + LANES_MAX_INNER];
-  size_t n;
-} Lane;
-
-static const UOp *lane_swap(void *user, const UOp *u, const UOp *rebuilt) {
-  const Lane *l = user;
-  for (size_t i = 0; i < l->n; i++)
-    if (u == l->from[i]) return l->to[i];
-  return rebuilt;
-}
-
 static const UOp *gep(Ctx *ctx, const UOp *v, unsigned lane) {
   int64_t at = lane;
   return uop_new(ctx, UJ_OP_GEP, dt_lane(v->dtype), &v, 1, (Arg){NULL, &at, 1});
 }
 
-/* x in lane j: range -> at, inner[i] -> GEP(vec[i], j). */
+/* x in lane j: the range replaced by its value in the lane (at), each
+ * inner REDUCE by the lane's element of its vector REDUCE: inner[i] ->
+ * GEP(vec[i], j). */
 static const UOp *in_lane(Ctx *ctx, const UOp *x, const UOp *range, const UOp *at,
                           const UOp *const *inner, const UOp *const *vec, size_t n, unsigned j) {
-  Lane l = {{range}, {at}, 1 + n};
-  for (size_t i = 0; i < n; i++) l.from[1 + i] = inner[i], l.to[1 + i] = gep(ctx, vec[i], j);
-  return graph_substitute(ctx, x, lane_swap, &l);
+  const UOp *from[1 + LANES_MAX_INNER] = {range}, *to[1 + LANES_MAX_INNER] = {at};
+  for (size_t i = 0; i < n; i++) from[1 + i] = inner[i], to[1 + i] = gep(ctx, vec[i], j);
+  return opt_substitute(ctx, x, from, to, 1 + n);
 }
 
 static Op reduce_op(const UOp *reduce) {
