@@ -157,12 +157,13 @@ static const UOp *row_reduce(Ctx *ctx, const UOp *reduce, const UOp *const *x, u
   DType vd = uj_dtype_vec(lane, columns);
   src[0] = uop_new(ctx, UJ_OP_VECTORIZE, vd, x, columns, arg_none());
   if (!src[0]) return NULL;
-  if (has_gated_load(ctx, src[0]) && reduce->src[0]->op == UJ_OP_MUL) { /* the product stays one (MULACC fuses it) */
+  bool gated = has_gated_load(ctx, src[0]);
+  if (gated && reduce->src[0]->op == UJ_OP_MUL) { /* the product stays one (MULACC fuses it) */
     const UOp *fa[UPCAST_MAX_COLUMNS], *fb[UPCAST_MAX_COLUMNS];
     for (unsigned u = 0; u < columns; u++) fa[u] = x[u]->src[0], fb[u] = x[u]->src[1];
     src[0] = uop_binary(ctx, UJ_OP_MUL, uop_new(ctx, UJ_OP_VECTORIZE, vd, fa, columns, arg_none()),
                         uop_new(ctx, UJ_OP_VECTORIZE, vd, fb, columns, arg_none()));
-  } else if (!has_gated_load(ctx, src[0])) {
+  } else if (!gated) {
     src[0] = opt_vectorize(ctx, x, columns); /* lanes of one ALU op as one vector op, down to the loads */
   }
   if (!src[0]) return NULL;
