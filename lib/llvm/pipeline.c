@@ -215,10 +215,14 @@ static bool optimize(Ctx *ctx, LLVMModuleRef mod, const PipelineRequest *req) {
 }
 
 /* The graph-level passes: what the renderer takes is simplified and has
- * only ops the target computes. */
-static const UOp *lower_kernel(Ctx *ctx, const UOp *kernel, const Target *t) {
+ * only ops the target computes; *online: its running maxima (found
+ * before the lowering, their rescales lowered with it). */
+static const UOp *lower_kernel(Ctx *ctx, const UOp *kernel, const Target *t, OnlineMax **online, size_t *nonline) {
   const UOp *k = symbolic_simplify(ctx, kernel);
+  if (k && !online_find(ctx, k, online, nonline)) return NULL;
   unsigned lower = TARGET_ALL_FLOATS & ~target_hooks[t->kind].libm_scalars;
+  for (size_t i = 0; k && lower && i < *nonline; i++)
+    if (!((*online)[i].rescale = transcendental_lower(ctx, (*online)[i].rescale, lower))) k = NULL;
   if (k && lower) k = transcendental_lower(ctx, k, lower);
   return k;
 }
@@ -233,15 +237,18 @@ LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, c
   /* the signature is the kernel's as given: what the simplifier drops
    * stays a parameter, so the host passes what it sees in its graph */
   if (!spec_check_graph(ctx, kernel) || !kernel_sig_build(ctx, kernel, sig)) return NULL;
-  const UOp *k = lower_kernel(ctx, kernel, req->target);
-  if (!k) return kernel_sig_free(sig), NULL;
+  OnlineMax *online = NULL;
+  size_t nonline = 0;
+  const UOp *k = lower_kernel(ctx, kernel, req->target, &online, &nonline);
+  if (!k) return free(online), kernel_sig_free(sig), NULL;
   if (debug >= 2) debug_uops(ctx, k, req);
   /* the target's data layout from the start: allocas take its address
    * space, and the passes see it rather than LLVM's default */
   sig->parallel = !target_hooks[req->target->kind].grid && kernel_parallel_range(k);
   LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(req->tm);
-  LLVMModuleRef mod = render_kernel(ctx, lc, req->target, layout, k, sig, req->name);
+  LLVMModuleRef mod = render_kernel(ctx, lc, req->target, layout, k, sig, req->name, online, nonline);
   LLVMDisposeTargetData(layout);
+  free(online);
   if (mod && debug >= 3) debug_ir(mod, "LLVM IR", req);
   if (mod && req->ir_before) *req->ir_before = pipeline_ir_text(mod);
   if (mod && req->optimize && !optimize(ctx, mod, req)) LLVMDisposeModule(mod), mod = NULL;

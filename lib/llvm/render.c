@@ -9,6 +9,7 @@
  * emitted in is open; when that loop closes it is forgotten, and a later
  * use emits it again (LLVM's LICM and GVN hoist and merge the copies). So
  * every use is dominated by its definition, with no analysis of our own. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,10 @@ typedef struct State {
    * beyond its own: outer[first[i] .. first[i + 1]) */
   const UOp **reduces, **outer;
   size_t nreduces, *first;
+  const OnlineMax *online; /* the kernel's running maxima (codegen/online.h) */
+  size_t nonline;
+  const UOp ***rescale_nodes; /* per online max: its rescale's nodes */
+  size_t *nrescale_nodes;
 } State;
 
 static bool is_effect(const UOp *u) {
@@ -197,16 +202,105 @@ static unsigned reduce_group(const State *s, const UOp *u, const UOp **group) {
   return n;
 }
 
+/* The REDUCEs read in x's value, not inside another REDUCE there, that
+ * bind one of u's RANGEs again (they shadow it: docs/semantics.md), added
+ * to found[0 .. *n) once each; false when out of memory. */
+static bool find_shadows(State *s, const UOp *x, const UOp *u, const UOp **found, unsigned *n, unsigned cap) {
+  const UOp **nodes = NULL;
+  size_t m = uop_toposort(s->r.ctx, x->src[0], &nodes);
+  unsigned char *own = m ? calloc(s->r.ctx->nnodes, 1) : NULL;
+  if (own) own[x->src[0]->id] = 1;
+  for (size_t i = m; own && i-- > 0;) { /* users first */
+    const UOp *v = nodes[i];
+    if (!own[v->id]) continue;
+    bool shadow = false;
+    for (uint32_t j = 1; v->op == UJ_OP_REDUCE && j < v->nsrc && !shadow; j++)
+      for (uint32_t k = 1; k < u->nsrc && !shadow; k++) shadow = v->src[j] == u->src[k];
+    for (unsigned k = 0; shadow && k < *n; k++) shadow = found[k] != v;
+    if (shadow && *n < cap) found[(*n)++] = v;
+    for (uint32_t k = 0; v->op != UJ_OP_REDUCE && k < v->nsrc; k++) own[v->src[k]->id] = 1;
+  }
+  free(nodes);
+  free(own);
+  return own != NULL;
+}
+
+/* Scalar x in every lane of vector type d. */
+static LLVMValueRef splat(State *s, DType d, LLVMValueRef x) {
+  LLVMValueRef v = LLVMBuildInsertElement(s->r.b, LLVMGetPoison(render_type(&s->r, d)), x, lane_index(s, 0), "");
+  LLVMTypeRef mask = LLVMVectorType(LLVMInt32TypeInContext(s->r.lc), d.lanes);
+  return LLVMBuildShuffleVector(s->r.b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstNull(mask), "");
+}
+
+static const OnlineMax *online_of(const State *s, const UOp *u, size_t *at) {
+  for (size_t i = 0; i < s->nonline; i++)
+    if (s->online[i].max == u) return *at = i, &s->online[i];
+  return NULL;
+}
+
+/* exp2((old - now) * c) of online max i, 1 where old == now (both -inf
+ * at the start of a masked row); its graph emitted afresh each time. */
+static LLVMValueRef emit_rescale(State *s, size_t i, LLVMValueRef old, LLVMValueRef now) {
+  const OnlineMax *o = &s->online[i];
+  for (size_t k = 0; k < s->nrescale_nodes[i]; k++) s->val[s->rescale_nodes[i][k]->id] = NULL;
+  set_value(s, o->old, old, NULL), set_value(s, o->now, now, NULL);
+  if (!emit_value(s, o->rescale)) return NULL;
+  LLVMValueRef same = LLVMBuildFCmp(s->r.b, LLVMRealOEQ, old, now, "");
+  LLVMValueRef one = render_const(&s->r, o->max->dtype, word_from_double((uj_scalar)o->max->dtype.scalar, 1.0));
+  return LLVMBuildSelect(s->r.b, same, one, s->val[o->rescale->id], "");
+}
+
+/* Whether every RANGE of REDUCE u has a bound above 0 (its loops ran);
+ * the bounds were emitted before the loops. */
+static LLVMValueRef loops_ran(State *s, const UOp *u) {
+  LLVMValueRef ran = LLVMConstInt(LLVMInt1TypeInContext(s->r.lc), 1, 0);
+  for (uint32_t k = 1; k < u->nsrc; k++) {
+    const UOp *r = u->src[k];
+    LLVMValueRef b = s->val[r->src[0]->id];
+    LLVMValueRef more = LLVMBuildICmp(s->r.b, dt_is_signed(r->dtype) ? LLVMIntSGT : LLVMIntNE, b, LLVMConstNull(LLVMTypeOf(b)), "");
+    ran = LLVMBuildAnd(s->r.b, ran, more, "");
+  }
+  return ran;
+}
+
 /* REDUCE(v, r0, r1, ...): counted loops over r0 (outermost) .. rn, an
  * accumulator phi in each header; acc = op(acc, v) in the innermost body,
  * in loop order (the evaluator's order, so float sums agree bit for bit).
  * The REDUCEs of its group (reduce_group) run in the same loops, each
- * with its own accumulators. */
+ * with its own accumulators. A REDUCE a value of the group reads that
+ * binds the group's RANGEs again (a shadow) is computed before the loops;
+ * an online max (codegen/online.h) instead runs in them first, as the
+ * maximum so far, and the accumulators of the REDUCEs that read it are
+ * scaled by its rescale before they add their values. */
 static bool emit_reduce(State *s, const UOp *u) {
   const UOp *group[MAX_GROUP];
   unsigned ng = reduce_group(s, u, group), n = u->nsrc - 1, first = s->depth;
+  int online[MAX_GROUP]; /* per member: the online table's index when it runs as a maximum so far, else -1 */
+  bool drop[MAX_GROUP] = {false};
+  for (unsigned g = 0; g < ng; g++) { /* a shadow not online: computed first, unless it is u */
+    const UOp *reads[MAX_GROUP];
+    unsigned nreads = 0;
+    if (!find_shadows(s, group[g], u, reads, &nreads, MAX_GROUP)) return fail(s, u, "out of memory");
+    for (unsigned k = 0; k < nreads; k++) {
+      size_t at;
+      unsigned h = 0;
+      while (h < ng && group[h] != reads[k]) h++;
+      if (h < ng && online_of(s, reads[k], &at)) continue;
+      if (reads[k] == u) drop[g] = true; /* g runs after u, on its own */
+      else if (h < ng) drop[h] = true;
+      if (reads[k] != u && !emit_value(s, reads[k])) return false;
+    }
+  }
+  unsigned kept = 0;
+  for (unsigned g = 0; g < ng; g++)
+    if (!drop[g] || g == 0) group[kept++] = group[g];
+  ng = kept;
+  for (unsigned g = 0; g < ng; g++) {
+    size_t at;
+    online[g] = online_of(s, group[g], &at) ? (int)at : -1;
+  }
   Op op[MAX_GROUP];
-  LLVMValueRef acc[MAX_GROUP], next[MAX_GROUP];
+  LLVMValueRef acc[MAX_GROUP], next[MAX_GROUP], scale[MAX_GROUP];
   for (unsigned g = 0; g < ng; g++) {
     op_from_name(group[g]->name, strlen(group[g]->name), &op[g]);
     DType d = group[g]->dtype;
@@ -225,13 +319,37 @@ static bool emit_reduce(State *s, const UOp *u) {
     L->naccs = ng;
     LLVMPositionBuilderAtEnd(s->r.b, body);
   }
-  for (unsigned g = 0; g < ng; g++)
+  LLVMValueRef empty[MAX_GROUP]; /* per maximum so far: it is -inf after this step */
+  for (unsigned g = 0; g < ng; g++) { /* maxima so far first: the others read them */
+    if (online[g] < 0) continue;
     if (!emit_value(s, group[g]->src[0])) return false;
+    next[g] = render_accumulate(&s->r, group[g], op[g], acc[g], s->val[group[g]->src[0]->id], NULL);
+    scale[g] = emit_rescale(s, (size_t)online[g], acc[g], next[g]);
+    if (!scale[g]) return false;
+    empty[g] = LLVMBuildFCmp(s->r.b, LLVMRealOEQ, next[g], render_const(&s->r, group[g]->dtype,
+                             word_from_double((uj_scalar)group[g]->dtype.scalar, -INFINITY)), "");
+    set_value(s, group[g], next[g], NULL);
+  }
+  int reads_max[MAX_GROUP]; /* per other member: the maximum so far it reads, or -1 */
   for (unsigned g = 0; g < ng; g++) {
-    const UOp *x = group[g]->src[0];
+    reads_max[g] = -1;
+    if (online[g] >= 0) continue;
+    const UOp *x = group[g]->src[0], *reads[MAX_GROUP];
+    unsigned nreads = 0;
+    if (!find_shadows(s, group[g], u, reads, &nreads, MAX_GROUP)) return fail(s, u, "out of memory");
+    if (!emit_value(s, x)) return false;
+    for (unsigned k = 0; k < nreads; k++)
+      for (unsigned h = 0; h < ng; h++)
+        if (group[h] == reads[k] && online[h] >= 0) reads_max[g] = (int)h;
+    LLVMValueRef a = acc[g];
+    if (reads_max[g] >= 0) { /* scaled to the new maximum; while it is -inf, every value read is -inf: none adds */
+      LLVMValueRef f = scale[reads_max[g]];
+      a = LLVMBuildFMul(s->r.b, a, group[g]->dtype.lanes > 1 ? splat(s, group[g]->dtype, f) : f, "");
+    }
     bool product = reduce_fused_product(group[g]) != NULL; /* fused (docs/semantics.md) */
     LLVMValueRef ab[2] = {product ? s->val[x->src[0]->id] : NULL, product ? s->val[x->src[1]->id] : NULL};
-    next[g] = render_accumulate(&s->r, group[g], op[g], acc[g], s->val[x->id], product ? ab : NULL);
+    next[g] = render_accumulate(&s->r, group[g], op[g], a, s->val[x->id], product ? ab : NULL);
+    if (reads_max[g] >= 0) next[g] = LLVMBuildSelect(s->r.b, empty[reads_max[g]], acc[g], next[g], "");
   }
   while (s->depth > first) {
     Loop *L = &s->loops[s->depth - 1];
@@ -239,6 +357,17 @@ static bool emit_reduce(State *s, const UOp *u) {
     memcpy(exit_value, L->acc, ng * sizeof *exit_value);
     loop_close(s, next);
     memcpy(next, exit_value, ng * sizeof *next);
+  }
+  /* a maximum still -inf after steps ran: the evaluator read x - M = -inf - -inf, NaN, at every step */
+  LLVMValueRef ran = NULL;
+  for (unsigned g = 0; g < ng; g++) {
+    if (reads_max[g] < 0) continue;
+    if (!ran) ran = loops_ran(s, u);
+    LLVMValueRef m = next[reads_max[g]], ninf = render_const(&s->r, group[reads_max[g]]->dtype,
+                     word_from_double((uj_scalar)group[g]->dtype.scalar, -INFINITY));
+    LLVMValueRef nan = render_const(&s->r, group[g]->dtype, word_from_double((uj_scalar)group[g]->dtype.scalar, NAN));
+    LLVMValueRef none = LLVMBuildAnd(s->r.b, ran, LLVMBuildFCmp(s->r.b, LLVMRealOEQ, m, ninf, ""), "");
+    next[g] = LLVMBuildSelect(s->r.b, none, nan, next[g], "");
   }
   for (unsigned g = 0; g < ng; g++) set_value(s, group[g], next[g], NULL);
   return true;
@@ -573,13 +702,20 @@ static bool state_alloc(State *s, size_t n) {
   size_t na = s->sig->nparams + s->sig->nvars + 1;
   s->params = calloc(na, sizeof *s->params);
   s->vars = s->params + s->sig->nparams;
-  return s->val && s->gate && s->lvl && s->ser && s->pushed && s->done0 && s->steps && s->params;
+  s->rescale_nodes = calloc(s->nonline + 1, sizeof *s->rescale_nodes);
+  s->nrescale_nodes = calloc(s->nonline + 1, sizeof *s->nrescale_nodes);
+  bool ok = s->rescale_nodes && s->nrescale_nodes;
+  for (size_t i = 0; ok && i < s->nonline; i++) /* the nodes emit_rescale forgets before each use */
+    ok = (s->nrescale_nodes[i] = uop_toposort(s->r.ctx, s->online[i].rescale, &s->rescale_nodes[i])) > 0;
+  return ok && s->val && s->gate && s->lvl && s->ser && s->pushed && s->done0 && s->steps && s->params;
 }
 
 static void state_free(State *s) {
   void *owned[] = {s->val, s->gate, s->lvl, s->ser, s->pushed, s->done0, s->walk, s->steps, s->params,
-                   s->reduces, s->outer, s->first};
+                   s->reduces, s->outer, s->first, s->nrescale_nodes};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
+  for (size_t i = 0; s->rescale_nodes && i < s->nonline; i++) free(s->rescale_nodes[i]);
+  free(s->rescale_nodes);
 }
 
 static bool check_params(Ctx *ctx, const KernelSig *sig) {
@@ -635,21 +771,21 @@ static bool emit_allocs(State *s, const UOp *root) {
 }
 
 /* Appends REDUCE r to the list of those that may join another's loops
- * (reduce_group) when its value holds no REDUCE, with the RANGEs its
- * value uses beyond its own; false when out of memory. */
+ * (reduce_group), with the RANGEs its value uses beyond its own and those
+ * REDUCEs in it bind; false when out of memory. */
 static bool add_reduce(State *s, const UOp *r, size_t nranges) {
   const UOp **inner = NULL;
   size_t m = uop_toposort(s->r.ctx, r->src[0], &inner), at = s->first[s->nreduces];
-  bool alone = m == 0;
-  for (size_t k = 0; k < m && !alone; k++) alone = inner[k]->op == UJ_OP_REDUCE;
-  const UOp **outer = alone ? s->outer : realloc(s->outer, (at + nranges) * sizeof *outer);
+  const UOp **outer = m ? realloc(s->outer, (at + nranges) * sizeof *outer) : NULL;
   if (outer) s->outer = outer;
-  for (size_t k = 0; k < m && outer && !alone; k++) {
+  for (size_t k = 0; k < m && outer; k++) {
     bool own = inner[k]->op != UJ_OP_RANGE;
     for (uint32_t j = 1; j < r->nsrc && !own; j++) own = r->src[j] == inner[k];
+    for (size_t i = 0; i < m && !own; i++) /* bound inside */
+      for (uint32_t j = 1; inner[i]->op == UJ_OP_REDUCE && j < inner[i]->nsrc && !own; j++) own = inner[i]->src[j] == inner[k];
     if (!own) s->outer[at++] = inner[k];
   }
-  if (!alone && outer) s->reduces[s->nreduces] = r, s->first[++s->nreduces] = at;
+  if (outer) s->reduces[s->nreduces] = r, s->first[++s->nreduces] = at;
   free(inner);
   return outer != NULL;
 }
@@ -696,8 +832,8 @@ static void module_setup(State *s) {
 }
 
 LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, LLVMTargetDataRef layout, const UOp *root,
-                            const KernelSig *sig, const char *name) {
-  State s = {.r = {ctx, t, &target_hooks[t->kind], lc, NULL, NULL}, .sig = sig};
+                            const KernelSig *sig, const char *name, const OnlineMax *online, size_t nonline) {
+  State s = {.r = {ctx, t, &target_hooks[t->kind], lc, NULL, NULL}, .sig = sig, .online = online, .nonline = nonline};
   if (!check_params(ctx, sig)) return NULL;
   if (!state_alloc(&s, ctx->nnodes)) {
     state_free(&s);

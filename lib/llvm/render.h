@@ -17,12 +17,15 @@
 
 #include <llvm-c/Core.h>
 
+#include "codegen/online.h"
 #include "llvm/hooks.h"
 #include "llvm/signature.h"
 #include "llvm/target.h"
 
+/* online[0 .. nonline): the kernel's running maxima with their rescales
+ * lowered for the target (codegen/online.h). */
 LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, LLVMTargetDataRef layout, const UOp *root,
-                            const KernelSig *sig, const char *name);
+                            const KernelSig *sig, const char *name, const OnlineMax *online, size_t nonline);
 
 /* ---- shared by render.c and render_alu.c ---- */
 typedef struct Renderer {

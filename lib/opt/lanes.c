@@ -183,9 +183,15 @@ static const UOp *split_order_free(Ctx *ctx, const UOp *root) {
   return vec ? lane_fold(ctx, root, v, LANES_FREE_WIDTH) : NULL;
 }
 
+typedef struct Shadows {
+  unsigned char *of; /* by node id, below n (find_shadows) */
+  size_t n;
+} Shadows;
+
 static const UOp *rw_lanes(Rewriter *rw, const UOp *root, const Binds *m) {
   (void)m;
-  if (root->dtype.lanes != 1 || root->nsrc < 2) return NULL;
+  const Shadows *sh = rw->user;
+  if (root->dtype.lanes != 1 || root->nsrc < 2 || (root->id < sh->n && sh->of[root->id])) return NULL;
   const UOp *nested = split_nested(rw->ctx, root);
   return nested ? nested : split_order_free(rw->ctx, root);
 }
@@ -195,9 +201,30 @@ static const Rule lane_rules[] = {
      rw_lanes}, // REDUCE over W lanes of REDUCEs over k -> fold of one W-lane REDUCE over k
 };
 
+/* By node id: a REDUCE another REDUCE's value reads that binds one of
+ * its RANGEs again (shadow.c), and that reader: both keep their one loop,
+ * run as one (the maximum so far of online softmax and its sums). */
+static unsigned char *find_shadows(Ctx *ctx, const UOp *kernel) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, kernel, &nodes);
+  unsigned char *shadow = n ? calloc(ctx->nnodes, 1) : NULL;
+  for (size_t a = 0; shadow && a < n; a++)
+    for (size_t x = 0; nodes[a]->op == UJ_OP_REDUCE && x < a; x++) {
+      bool same = false;
+      for (uint32_t i = 1; nodes[x]->op == UJ_OP_REDUCE && i < nodes[x]->nsrc && !same; i++)
+        for (uint32_t k = 1; k < nodes[a]->nsrc && !same; k++) same = nodes[x]->src[i] == nodes[a]->src[k];
+      if (same && opt_contains(ctx, nodes[a]->src[0], nodes[x])) shadow[nodes[x]->id] = shadow[nodes[a]->id] = 1;
+    }
+  free(nodes);
+  if (!shadow) ctx_set_error(ctx, "lanes: out of memory");
+  return shadow;
+}
+
 const UOp *opt_lanes(Ctx *ctx, const UOp *kernel) {
-  RuleSet *rs = ruleset_new(ctx, lane_rules, sizeof lane_rules / sizeof *lane_rules);
-  const UOp *out = rs ? graph_rewrite(ctx, kernel, rs, NULL) : NULL;
+  Shadows sh = {find_shadows(ctx, kernel), ctx->nnodes};
+  RuleSet *rs = sh.of ? ruleset_new(ctx, lane_rules, sizeof lane_rules / sizeof *lane_rules) : NULL;
+  const UOp *out = rs ? graph_rewrite(ctx, kernel, rs, &sh) : NULL;
   ruleset_free(rs);
+  free(sh.of);
   return out;
 }

@@ -7,7 +7,7 @@
 #include "opt/opt.h"
 
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *c) {
-  const UOp *k = kernel;
+  const UOp *k = kernel ? opt_shadow(ctx, kernel) : NULL;
   k = k && c->lanes != OPT_OFF ? opt_lanes(ctx, k) : k;
   k = k ? opt_upcast(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_tile(ctx, k, c) : NULL;

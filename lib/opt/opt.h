@@ -63,6 +63,10 @@ OptConfig opt_config_random(uint64_t seed);
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *config);
 
 const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
+/* A sum reading a max over a RANGE as long as its own reduces over the
+ * max's RANGE, divisors free of a sum's RANGEs taken out of it: flash
+ * attention's online softmax (shadow.c, docs/opt.md). */
+const UOp *opt_shadow(Ctx *ctx, const UOp *kernel);
 const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations

@@ -82,7 +82,7 @@ struct Eval {
   Pointer *ptrs;   /* pointer nodes */
   /* by node id: depends on a RANGE; the epoch its value was computed in
    * (0: never); a RANGE inside its END; an effect run outside loops */
-  unsigned char *in_loop, *open, *done;
+  unsigned char *in_loop, *open, *done, *pinned; /* pinned: a shadow computed for this step (reduce_level) */
   uint64_t *stamp, epoch; /* epoch: +1 at every loop step */
   size_t depth;           /* ENDs open */
   uint64_t *pushed, walks, walk_id; /* by id: the walk that pushed the node */
@@ -132,7 +132,7 @@ Eval *eval_new(Ctx *ctx) {
 static void results_clear(Eval *ev) {
   for (size_t i = 0; i < ev->nallocs; i++) free(ev->allocs[i]);
   free(ev->allocs);
-  void *owned[] = {ev->order, ev->where, ev->words, ev->ptrs, ev->in_loop, ev->open, ev->done,
+  void *owned[] = {ev->order, ev->where, ev->words, ev->ptrs, ev->in_loop, ev->open, ev->done, ev->pinned,
                    ev->stamp, ev->pushed, ev->walk, ev->steps, ev->stores, ev->store_words, ev->written};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
   Eval keep = *ev; /* the bindings stay */
@@ -258,9 +258,10 @@ static bool results_alloc(Eval *ev, const UOp *root) {
   ev->order = post_order(root, nnodes, &ev->norder);
   ev->where = calloc(nnodes, sizeof *ev->where);
   ev->in_loop = calloc(nnodes, 1), ev->open = calloc(nnodes, 1), ev->done = calloc(nnodes, 1);
+  ev->pinned = calloc(nnodes, 1);
   ev->stamp = calloc(nnodes, sizeof *ev->stamp), ev->pushed = calloc(nnodes, sizeof *ev->pushed);
   ev->steps = malloc(nnodes * sizeof *ev->steps);
-  if (!ev->order || !ev->where || !ev->in_loop || !ev->open || !ev->done || !ev->stamp ||
+  if (!ev->order || !ev->where || !ev->in_loop || !ev->open || !ev->done || !ev->pinned || !ev->stamp ||
       !ev->pushed || !ev->steps)
     return false;
   ev->nwhere = nnodes;
@@ -480,6 +481,7 @@ static bool is_effect(const UOp *u) { return u->op == UJ_OP_SINK || u->op == UJ_
 
 static bool value_ready(const Eval *ev, const UOp *u) {
   uint64_t stamp = ev->stamp[u->id];
+  if (ev->pinned[u->id]) return true;
   return ev->in_loop[u->id] ? stamp == ev->epoch : stamp != 0;
 }
 
@@ -529,12 +531,51 @@ static bool eval_value_node(Eval *ev, const UOp *u) {
 
 /* ---- REDUCE over RANGEs ---- */
 
+/* The REDUCEs in u's value (not inside another REDUCE) that bind one of
+ * u's RANGEs again: inside them the RANGE takes their own values
+ * (docs/semantics.md, "REDUCE"). NULL with *n = 0 when there are none;
+ * false when out of memory. */
+static bool find_shadows(Eval *ev, const UOp *u, const UOp ***out, size_t *n) {
+  const UOp **stack = NULL, **found = NULL;
+  size_t top = 0, cap = 0, nfound = 0, capf = 0;
+  uint64_t mark = ++ev->walks; /* pushed[] as a seen set: no walk has this id */
+  bool ok = (stack = grow(stack, top, &cap, sizeof *stack)) != NULL;
+  if (ok) stack[top++] = u->src[0], ev->pushed[u->src[0]->id] = mark;
+  while (ok && top > 0) {
+    const UOp *x = stack[--top];
+    bool shadow = false;
+    for (uint32_t i = 1; x->op == UJ_OP_REDUCE && i < x->nsrc && !shadow; i++)
+      for (uint32_t k = 1; k < u->nsrc && !shadow; k++) shadow = x->src[i] == u->src[k];
+    if (shadow && (ok = (found = grow(found, nfound, &capf, sizeof *found)) != NULL)) found[nfound++] = x;
+    for (uint32_t i = 0; ok && x->op != UJ_OP_REDUCE && i < x->nsrc; i++) {
+      if (ev->pushed[x->src[i]->id] == mark) continue;
+      ev->pushed[x->src[i]->id] = mark;
+      if ((ok = (stack = grow(stack, top, &cap, sizeof *stack)) != NULL)) stack[top++] = x->src[i];
+    }
+  }
+  free(stack);
+  if (!ok) free(found), found = NULL, nfound = 0;
+  *out = found, *n = nfound;
+  return ok;
+}
+
 /* The loops of ranges k.. of u, innermost last; acc = op(acc, value) lane
- * by lane at each innermost step, in loop order. */
-static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *acc) {
+ * by lane at each innermost step, in loop order. A RANGE already open (u
+ * shadows it) takes u's values and gets its own back after u's loop. At
+ * each innermost step the shadowing REDUCEs of u's value are computed
+ * first and pinned (kept while the value is computed, whatever loops run
+ * in it): the value's other nodes are computed after them, for this
+ * step's values of u's RANGEs. */
+static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *acc, const UOp *const *shadows,
+                         size_t nshadows) {
   uj_scalar s = (uj_scalar)u->dtype.scalar;
   if (k == u->nsrc) {
-    if (!eval_value_node(ev, u->src[0])) return false;
+    for (size_t i = 0; i < nshadows; i++)
+      if (!eval_value_node(ev, shadows[i])) return false;
+    for (size_t i = 0; i < nshadows; i++) ev->pinned[shadows[i]->id]++;
+    bool ok = eval_value_node(ev, u->src[0]);
+    for (size_t i = 0; i < nshadows; i++) ev->pinned[shadows[i]->id]--;
+    if (!ok) return false;
     const UOp *x = u->src[0];
     const uint64_t *v = words_of(ev, x);
     bool product = reduce_fused_product(u) != NULL; /* its sources are computed too */
@@ -544,18 +585,22 @@ static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *ac
     return true;
   }
   const UOp *r = u->src[k];
-  if (ev->open[r->id]) return fail(ev, u, "its RANGE is already open (inside its own loop)");
+  for (uint32_t i = 1; i < k; i++)
+    if (u->src[i] == r) return fail(ev, u, "names one RANGE twice");
   if (!eval_value_node(ev, r->src[0])) return false;
-  uint64_t w = words_of(ev, r->src[0])[0];
+  uint64_t w = words_of(ev, r->src[0])[0], outer = words_of(ev, r)[0];
   int64_t trip = !dt_is_signed(r->dtype) && w > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)w;
-  bool ok = true;
-  ev->open[r->id] = 1, ev->depth++;
+  if (ev->open[r->id] == 1) return fail(ev, u, "its RANGE is already open (inside its own loop)");
+  bool ok = true, shadow = ev->open[r->id] == 2; /* bound by an outer REDUCE */
+  if (!shadow) ev->open[r->id] = 2, ev->depth++;
   for (int64_t i = 0; ok && i < trip; i++) {
     words_of(ev, r)[0] = word_from_int((uj_scalar)r->dtype.scalar, i);
     ev->stamp[r->id] = ++ev->epoch;
-    ok = reduce_level(ev, u, op, k + 1, acc);
+    ok = reduce_level(ev, u, op, k + 1, acc, shadows, nshadows);
   }
-  ev->open[r->id] = 0, ev->depth--, ev->epoch++; /* the body's values are stale */
+  if (shadow) words_of(ev, r)[0] = outer;
+  else ev->open[r->id] = 0, ev->depth--;
+  ev->epoch++; /* the body's values are stale */
   return ok;
 }
 
@@ -563,9 +608,14 @@ static bool eval_reduce(Eval *ev, const UOp *u) {
   Op op = UJ_OP_ADD;
   if (u->nsrc == 1) return fail(ev, u, "a tensor REDUCE (over axes) is not evaluable: kernels reduce over RANGEs");
   op_from_name(u->name, strlen(u->name), &op);
+  const UOp **shadows;
+  size_t nshadows;
+  if (!find_shadows(ev, u, &shadows, &nshadows)) return fail_nomem(ev);
   uint64_t *acc = words_of(ev, u);
   for (unsigned lane = 0; lane < u->dtype.lanes; lane++) acc[lane] = alu_identity(op, (uj_scalar)u->dtype.scalar);
-  return reduce_level(ev, u, op, 1, acc);
+  bool ok = reduce_level(ev, u, op, 1, acc, shadows, nshadows);
+  free(shadows);
+  return ok;
 }
 
 /* ---- effects: SINK, END, STORE ---- */

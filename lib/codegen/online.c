@@ -1,0 +1,209 @@
+/* online.c — finds the REDUCEs that read a running maximum online
+ * (online.h).
+ *
+ * For every REDUCE A over RANGEs r.. and every MAX REDUCE M over the same
+ * RANGEs read in A's value (not inside another REDUCE there), A's value
+ * must be built as
+ *   m    := M | VECTORIZE(M, .., M)
+ *   e    := SUB(y, m) | MUL(SUB(y, m), c) | MUL(c, SUB(y, m))   y: M's value; c a CONST
+ *   x    := EXP2(e) | VECTORIZE(x, .., x) | MUL(x, f) | MUL(f, x)   f free of M
+ *   value = x
+ * with one M and one c for M everywhere; then A's sum, computed with the
+ * maximum so far, is right once scaled by exp2((old - new) * c) at each
+ * step the maximum grows. Any other read of M by a REDUCE over its RANGEs
+ * leaves M out (the renderer then computes it before their loop). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/online.h"
+
+typedef struct Candidate {
+  const UOp *max, *c; /* c: the CONST scale (NULL: 1) */
+  bool bad, used;
+} Candidate;
+
+typedef struct Finder {
+  Ctx *ctx;
+  Candidate *cands;
+  size_t ncands;
+  unsigned char *kind; /* by node id, in the value being checked (the enum below) */
+  const UOp **which;   /* by node id: the candidate's max a node depends on */
+} Finder;
+
+enum { FREE, IS_M, SHIFTED, SCALED, EXP, BAD };
+
+static bool same_ranges(const UOp *a, const UOp *b) {
+  if (a->nsrc != b->nsrc) return false;
+  for (uint32_t i = 1; i < a->nsrc; i++)
+    if (a->src[i] != b->src[i]) return false;
+  return true;
+}
+
+static Candidate *candidate(Finder *f, const UOp *m) {
+  for (size_t i = 0; i < f->ncands; i++)
+    if (f->cands[i].max == m) return &f->cands[i];
+  return NULL;
+}
+
+static bool is_const(const UOp *u) {
+  if (u->op == UJ_OP_CONST) return true;
+  if (u->op != UJ_OP_VECTORIZE) return false;
+  for (uint32_t i = 0; i < u->nsrc; i++)
+    if (u->src[i] != u->src[0] || u->src[0]->op != UJ_OP_CONST) return false;
+  return true;
+}
+
+/* Whether y is max's value (or it in every lane). */
+static bool is_value_of(const UOp *y, const UOp *max) {
+  if (y == max->src[0]) return true;
+  if (y->op != UJ_OP_VECTORIZE) return false;
+  for (uint32_t i = 0; i < y->nsrc; i++)
+    if (y->src[i] != max->src[0]) return false;
+  return true;
+}
+
+static const UOp *scalar_const(const UOp *u) { return u->op == UJ_OP_VECTORIZE ? u->src[0] : u; }
+
+/* The kind of u from its sources' (sources first); marks candidates bad. */
+static unsigned char classify(Finder *f, const UOp *u, const UOp *reduce) {
+  const UOp *m = NULL;
+  unsigned char k[3] = {FREE, FREE, FREE};
+  bool dep = false;
+  for (uint32_t i = 0; i < u->nsrc && i < 3; i++) {
+    k[i] = f->kind[u->src[i]->id];
+    if (k[i] == FREE) continue;
+    if (m && f->which[u->src[i]->id] != m) return BAD; /* two maxima */
+    m = f->which[u->src[i]->id], dep = true;
+  }
+  for (uint32_t i = 3; i < u->nsrc; i++)
+    if (f->kind[u->src[i]->id] != FREE) {
+      if (m && f->which[u->src[i]->id] != m) return BAD;
+      m = f->which[u->src[i]->id], dep = true, k[2] = f->kind[u->src[i]->id];
+    }
+  if (u->op == UJ_OP_REDUCE && u->nsrc > 1 && u->name && !strcmp(u->name, "MAX") && same_ranges(u, reduce) &&
+      candidate(f, u)) {
+    f->which[u->id] = u;
+    return IS_M;
+  }
+  if (!dep) return FREE;
+  f->which[u->id] = m;
+  Candidate *c = candidate(f, m);
+  switch (u->op) {
+  case UJ_OP_VECTORIZE: {
+    unsigned char first = f->kind[u->src[0]->id];
+    for (uint32_t i = 1; i < u->nsrc; i++)
+      if (f->kind[u->src[i]->id] != first) return BAD;
+    return first == IS_M || first == EXP ? first : BAD;
+  }
+  case UJ_OP_SUB: return k[0] == FREE && k[1] == IS_M && is_value_of(u->src[0], m) ? SHIFTED : BAD;
+  case UJ_OP_MUL:
+    if ((k[0] == SHIFTED && is_const(u->src[1])) || (k[1] == SHIFTED && is_const(u->src[0]))) {
+      const UOp *cst = scalar_const(k[0] == SHIFTED ? u->src[1] : u->src[0]);
+      if (c->c && c->c != cst) return BAD;
+      if (!c->c && c->used) return BAD; /* read unscaled before */
+      c->c = cst;
+      return SCALED;
+    }
+    return (k[0] == EXP && k[1] == FREE) || (k[0] == FREE && k[1] == EXP) ? EXP : BAD;
+  case UJ_OP_EXP2:
+    if (k[0] == SHIFTED && c->c) return BAD; /* read scaled before */
+    if (k[0] == SHIFTED || k[0] == SCALED) return c->used = true, EXP;
+    return BAD;
+  default: return BAD;
+  }
+}
+
+/* Whether a candidate over the RANGEs of a is read under nested REDUCE r. */
+static bool reads_candidate(Finder *f, const UOp *r, const UOp *a, bool *ok) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(f->ctx, r->src[0], &nodes);
+  *ok = n > 0;
+  bool reads = false;
+  for (size_t i = 0; i < n; i++) {
+    Candidate *c = nodes[i]->op == UJ_OP_REDUCE ? candidate(f, nodes[i]) : NULL;
+    if (c && same_ranges(nodes[i], a)) c->bad = true, reads = true;
+  }
+  free(nodes);
+  return reads;
+}
+
+/* Checks the value of REDUCE a against every candidate it reads: a's own
+ * nodes are those reached from its value without entering a REDUCE. */
+static bool check_reduce(Finder *f, const UOp *a) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(f->ctx, a->src[0], &nodes);
+  unsigned char *own = n ? calloc(f->ctx->nnodes, 1) : NULL;
+  bool ok = own != NULL;
+  if (ok) own[a->src[0]->id] = 1;
+  for (size_t i = n; ok && i-- > 0;) { /* users first */
+    const UOp *u = nodes[i];
+    if (!own[u->id]) continue;
+    if (u->op == UJ_OP_REDUCE) {
+      if (!candidate(f, u)) reads_candidate(f, u, a, &ok);
+      continue;
+    }
+    for (uint32_t k = 0; k < u->nsrc; k++) own[u->src[k]->id] = 1;
+  }
+  for (size_t i = 0; ok && i < n; i++) {
+    const UOp *u = nodes[i];
+    if (!own[u->id]) continue;
+    unsigned char k = classify(f, u, a);
+    f->kind[u->id] = k;
+    if (k == BAD) {
+      Candidate *c = candidate(f, f->which[u->id]);
+      if (c) c->bad = true;
+      f->kind[u->id] = FREE; /* checked: its users see no M */
+    }
+  }
+  unsigned char root = ok ? f->kind[a->src[0]->id] : FREE;
+  if (root != FREE && root != EXP) {
+    Candidate *c = candidate(f, f->which[a->src[0]->id]);
+    if (c) c->bad = true;
+  }
+  for (size_t i = 0; i < n; i++) f->kind[nodes[i]->id] = FREE, f->which[nodes[i]->id] = NULL;
+  free(own), free(nodes);
+  if (!ok) ctx_set_error(f->ctx, "online: out of memory");
+  return ok;
+}
+
+static const UOp *placeholder(Ctx *ctx, DType d, int64_t slot) {
+  return uop_new(ctx, UJ_OP_PARAM, d, NULL, 0, (Arg){NULL, &slot, 1});
+}
+
+bool online_find(Ctx *ctx, const UOp *kernel, OnlineMax **out, size_t *nout) {
+  *out = NULL, *nout = 0;
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, kernel, &nodes);
+  if (n == 0) return false;
+  Finder f = {ctx, calloc(n, sizeof *f.cands), 0, calloc(ctx->nnodes, 1), calloc(ctx->nnodes, sizeof *f.which)};
+  bool ok = f.cands && f.kind && f.which;
+  for (size_t i = 0; ok && i < n; i++) {
+    const UOp *u = nodes[i];
+    if (u->op == UJ_OP_REDUCE && u->nsrc > 1 && !strcmp(u->name, "MAX") && dt_is_float(u->dtype) && u->dtype.lanes == 1)
+      f.cands[f.ncands++] = (Candidate){u, NULL, false, false};
+  }
+  for (size_t i = 0; ok && f.ncands && i < n; i++)
+    if (nodes[i]->op == UJ_OP_REDUCE && nodes[i]->nsrc > 1) ok = check_reduce(&f, nodes[i]);
+  size_t count = 0;
+  for (size_t i = 0; ok && i < f.ncands; i++) count += f.cands[i].used && !f.cands[i].bad;
+  OnlineMax *list = ok && count ? malloc(count * sizeof *list) : NULL;
+  ok = ok && (!count || list);
+  for (size_t i = 0, at = 0; ok && i < f.ncands; i++) {
+    const Candidate *c = &f.cands[i];
+    if (!c->used || c->bad) continue;
+    DType d = c->max->dtype;
+    const UOp *old = placeholder(ctx, d, INT32_MAX - 1), *now = placeholder(ctx, d, INT32_MAX);
+    const UOp *e = uop_binary(ctx, UJ_OP_SUB, old, now);
+    if (e && c->c) e = uop_binary(ctx, UJ_OP_MUL, e, c->c);
+    const UOp *rescale = e ? uop_unary(ctx, UJ_OP_EXP2, e) : NULL;
+    ok = rescale != NULL;
+    list[at++] = (OnlineMax){c->max, rescale, old, now};
+  }
+  free(f.cands), free(f.kind), free(f.which), free(nodes);
+  if (!ok) {
+    free(list);
+    return ctx_set_error(ctx, "online: out of memory"), false;
+  }
+  *out = list, *nout = count;
+  return true;
+}
