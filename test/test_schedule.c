@@ -44,12 +44,13 @@ static void test_kernel_counts(uj_session *s) {
   CHECK(uj_tensor_kernel_count(unpadded) == 1, "conv2d+bias+relu, no padding: %zu kernels", uj_tensor_kernel_count(unpadded));
   CHECK(uj_tensor_kernel_count(uj_tensor_transpose(a, 0, 1)) == 1, "a copy of a view");
   CHECK(uj_tensor_kernel_count(a) == 0, "a buffer needs no kernel");
-  /* attention: the scaled scores are read by their max and their exp (cut once, not computed by both), softmax's
-   * quotient is broadcast over d by the matmul (cut: one exp an element, not one per element of d) */
+  /* attention: one kernel (online softmax, docs/schedule.md "Online fusion"): no score matrix in memory; softmax
+   * alone keeps three (its max and sum would run again for each element of a row) */
   uj_tensor *q = uj_tensor_reshape(a, (int64_t[]){2, 4, 16}, 3), *kt = uj_tensor_transpose(q, -2, -1);
   uj_tensor *att = uj_tensor_matmul(uj_tensor_softmax(uj_tensor_binary_scalar(UJ_BIN_MUL, uj_tensor_matmul(q, kt), 0.25, false), -1), q);
-  CHECK(uj_tensor_kernel_count(att) == 5, "attention: scores, max, sum of exp, softmax, its matmul: %zu kernels",
-        uj_tensor_kernel_count(att));
+  CHECK(uj_tensor_kernel_count(att) == 1, "attention: one kernel: %zu kernels", uj_tensor_kernel_count(att));
+  uj_tensor *sm = uj_tensor_softmax(uj_tensor_rand(s, (int64_t[]){4, 256}, 2, 1), -1);
+  CHECK(uj_tensor_kernel_count(sm) == 3, "softmax over 256: max, sum of exp, quotient: %zu kernels", uj_tensor_kernel_count(sm));
   uj_tensor *e2 = uj_tensor_binary(UJ_BIN_MUL, uj_tensor_reshape(uj_tensor_unary(UJ_UN_EXP, a), (int64_t[]){16, 8, 1}, 3),
                                    uj_tensor_full(s, UJ_FLOAT32, (int64_t[]){16, 8, 32}, 3, 2.0));
   CHECK(uj_tensor_kernel_count(e2) == 2, "exp broadcast 32 times: computed once, then read: %zu kernels", uj_tensor_kernel_count(e2));

@@ -5,8 +5,10 @@
  * RANGEs read in A's value (not inside another REDUCE there), A's value
  * must be built as
  *   m    := M | VECTORIZE(M, .., M)
- *   e    := SUB(y, m) | MUL(SUB(y, m), c) | MUL(c, SUB(y, m))   y: M's value; c a CONST
+ *   e    := SUB(y, m) | MUL(SUB(y, m), c) | MUL(c, SUB(y, m))   y: a term of M's value; c a CONST
  *   x    := EXP2(e) | VECTORIZE(x, .., x) | MUL(x, f) | MUL(f, x)   f free of M
+ *         | ADD(x, x) | MULACC(x, f, x)       (a chunk's terms: a lane fold, from 0)
+ *         | GEP(x, lane)                      (a chunk's exps as one vector)
  *   value = x
  * with one M and one c for M everywhere; then A's sum, computed with the
  * maximum so far, is right once scaled by exp2((old - new) * c) at each
@@ -53,13 +55,37 @@ static bool is_const(const UOp *u) {
   return true;
 }
 
-/* Whether y is max's value (or it in every lane). */
+/* Whether y is a term of the maximum x (x itself, or one of MAX(a, b)'s). */
+static bool is_term_of(const UOp *y, const UOp *x) {
+  if (y == x) return true;
+  return x->op == UJ_OP_MAX && (is_term_of(y, x->src[0]) || is_term_of(y, x->src[1]));
+}
+
+/* Whether lane `lane` of vector y, GEP(y, lane), is a term of the maximum x. */
+static bool lane_is_term_of(const UOp *y, int64_t lane, const UOp *x) {
+  if (x->op == UJ_OP_GEP) return x->src[0] == y && x->ints[0] == lane;
+  return x->op == UJ_OP_MAX && (lane_is_term_of(y, lane, x->src[0]) || lane_is_term_of(y, lane, x->src[1]));
+}
+
+/* Whether y is a term of max's value, or each lane of y is one (a
+ * VECTORIZE of terms, or a vector whose GEPs are): then y <= the maximum
+ * so far, and while that is -inf, so is y. */
 static bool is_value_of(const UOp *y, const UOp *max) {
-  if (y == max->src[0]) return true;
-  if (y->op != UJ_OP_VECTORIZE) return false;
-  for (uint32_t i = 0; i < y->nsrc; i++)
-    if (y->src[i] != max->src[0]) return false;
-  return true;
+  if (is_term_of(y, max->src[0])) return true;
+  for (unsigned i = 0; y->dtype.lanes > 1 && i < y->dtype.lanes; i++)
+    if (y->op == UJ_OP_VECTORIZE ? !is_term_of(y->src[i], max->src[0]) : !lane_is_term_of(y, i, max->src[0])) return false;
+  return y->dtype.lanes > 1;
+}
+
+/* A float CONST 0 or -0 (a word is a double's bits: all but the sign 0),
+ * or one in every lane. */
+static bool is_zero(const UOp *u) {
+  if (u->op == UJ_OP_VECTORIZE) {
+    for (uint32_t i = 0; i < u->nsrc; i++)
+      if (!is_zero(u->src[i])) return false;
+    return true;
+  }
+  return u->op == UJ_OP_CONST && dt_is_float(u->dtype) && (uop_const_value(u) << 1) == 0;
 }
 
 static const UOp *scalar_const(const UOp *u) { return u->op == UJ_OP_VECTORIZE ? u->src[0] : u; }
@@ -95,6 +121,7 @@ static unsigned char classify(Finder *f, const UOp *u, const UOp *reduce) {
       if (f->kind[u->src[i]->id] != first) return BAD;
     return first == IS_M || first == EXP ? first : BAD;
   }
+  case UJ_OP_GEP: return k[0] == EXP ? EXP : BAD; /* a lane of exps (a chunk's, opt/lanes.c) */
   case UJ_OP_SUB: return k[0] == FREE && k[1] == IS_M && is_value_of(u->src[0], m) ? SHIFTED : BAD;
   case UJ_OP_MUL:
     if ((k[0] == SHIFTED && is_const(u->src[1])) || (k[1] == SHIFTED && is_const(u->src[0]))) {
@@ -105,6 +132,10 @@ static unsigned char classify(Finder *f, const UOp *u, const UOp *reduce) {
       return SCALED;
     }
     return (k[0] == EXP && k[1] == FREE) || (k[0] == FREE && k[1] == EXP) ? EXP : BAD;
+  case UJ_OP_ADD: /* terms all scaled alike (a lane fold adds from -0.0) */
+    return (k[0] == EXP || is_zero(u->src[0])) && (k[1] == EXP || is_zero(u->src[1])) ? EXP : BAD;
+  case UJ_OP_MULACC: /* a * b + c, the product and c scaled alike */
+    return ((k[0] == EXP && k[1] == FREE) || (k[0] == FREE && k[1] == EXP)) && (k[2] == EXP || is_zero(u->src[2])) ? EXP : BAD;
   case UJ_OP_EXP2:
     if (k[0] == SHIFTED && c->c) return BAD; /* read scaled before */
     if (k[0] == SHIFTED || k[0] == SCALED) return c->used = true, EXP;

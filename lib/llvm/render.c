@@ -46,7 +46,7 @@ typedef struct State {
   LLVMValueRef *val, *gate;
   uint32_t *lvl;
   uint64_t *ser, *pushed, walks, walk_id; /* walk_id: the walk in progress */
-  unsigned char *done0;
+  unsigned char *done0, *busy; /* busy: a REDUCE whose group is being emitted */
   Frame *walk, *steps;
   size_t walk_top, walk_cap; /* walks nest (REDUCE): each pushes above the last */
   Loop loops[MAX_LOOPS];
@@ -195,34 +195,29 @@ static unsigned reduce_group(const State *s, const UOp *u, const UOp **group) {
   group[n++] = u;
   for (size_t i = 0; i < s->nreduces && n < MAX_GROUP; i++) {
     const UOp *v = s->reduces[i];
-    bool same = v != u && v->nsrc == u->nsrc && !valid(s, v);
+    bool same = v != u && v->nsrc == u->nsrc && !valid(s, v) && !s->busy[v->id];
     for (uint32_t k = 1; same && k < u->nsrc; k++) same = v->src[k] == u->src[k];
     if (same && ranges_open(s, i)) group[n++] = v;
   }
   return n;
 }
 
-/* The REDUCEs read in x's value, not inside another REDUCE there, that
- * bind one of u's RANGEs again (they shadow it: docs/semantics.md), added
- * to found[0 .. *n) once each; false when out of memory. */
+/* The REDUCEs in x's value, at any depth, that bind one of u's RANGEs
+ * again (they shadow it: docs/semantics.md), added to found[0 .. *n)
+ * once each; false when out of memory. */
 static bool find_shadows(State *s, const UOp *x, const UOp *u, const UOp **found, unsigned *n, unsigned cap) {
   const UOp **nodes = NULL;
   size_t m = uop_toposort(s->r.ctx, x->src[0], &nodes);
-  unsigned char *own = m ? calloc(s->r.ctx->nnodes, 1) : NULL;
-  if (own) own[x->src[0]->id] = 1;
-  for (size_t i = m; own && i-- > 0;) { /* users first */
+  for (size_t i = 0; i < m; i++) {
     const UOp *v = nodes[i];
-    if (!own[v->id]) continue;
     bool shadow = false;
     for (uint32_t j = 1; v->op == UJ_OP_REDUCE && j < v->nsrc && !shadow; j++)
       for (uint32_t k = 1; k < u->nsrc && !shadow; k++) shadow = v->src[j] == u->src[k];
     for (unsigned k = 0; shadow && k < *n; k++) shadow = found[k] != v;
     if (shadow && *n < cap) found[(*n)++] = v;
-    for (uint32_t k = 0; v->op != UJ_OP_REDUCE && k < v->nsrc; k++) own[v->src[k]->id] = 1;
   }
   free(nodes);
-  free(own);
-  return own != NULL;
+  return m > 0;
 }
 
 /* Scalar x in every lane of vector type d. */
@@ -272,9 +267,18 @@ static LLVMValueRef loops_ran(State *s, const UOp *u) {
  * an online max (codegen/online.h) instead runs in them first, as the
  * maximum so far, and the accumulators of the REDUCEs that read it are
  * scaled by its rescale before they add their values. */
+static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, unsigned n, unsigned first);
+
 static bool emit_reduce(State *s, const UOp *u) {
   const UOp *group[MAX_GROUP];
   unsigned ng = reduce_group(s, u, group), n = u->nsrc - 1, first = s->depth;
+  for (unsigned g = 0; g < ng; g++) s->busy[group[g]->id] = 1; /* the shadows computed first do not take them */
+  bool ok = emit_group(s, u, group, ng, n, first);
+  for (unsigned g = 0; g < ng; g++) s->busy[group[g]->id] = 0;
+  return ok;
+}
+
+static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, unsigned n, unsigned first) {
   int online[MAX_GROUP]; /* per member: the online table's index when it runs as a maximum so far, else -1 */
   bool drop[MAX_GROUP] = {false};
   for (unsigned g = 0; g < ng; g++) { /* a shadow not online: computed first, unless it is u */
@@ -697,7 +701,7 @@ static bool make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
 static bool state_alloc(State *s, size_t n) {
   s->val = calloc(n, sizeof *s->val), s->gate = calloc(n, sizeof *s->gate);
   s->lvl = calloc(n, sizeof *s->lvl), s->ser = calloc(n, sizeof *s->ser);
-  s->pushed = calloc(n, sizeof *s->pushed), s->done0 = calloc(n, 1);
+  s->pushed = calloc(n, sizeof *s->pushed), s->done0 = calloc(n, 1), s->busy = calloc(n, 1);
   s->steps = malloc(n * sizeof *s->steps);
   size_t na = s->sig->nparams + s->sig->nvars + 1;
   s->params = calloc(na, sizeof *s->params);
@@ -707,11 +711,11 @@ static bool state_alloc(State *s, size_t n) {
   bool ok = s->rescale_nodes && s->nrescale_nodes;
   for (size_t i = 0; ok && i < s->nonline; i++) /* the nodes emit_rescale forgets before each use */
     ok = (s->nrescale_nodes[i] = uop_toposort(s->r.ctx, s->online[i].rescale, &s->rescale_nodes[i])) > 0;
-  return ok && s->val && s->gate && s->lvl && s->ser && s->pushed && s->done0 && s->steps && s->params;
+  return ok && s->val && s->gate && s->lvl && s->ser && s->pushed && s->done0 && s->busy && s->steps && s->params;
 }
 
 static void state_free(State *s) {
-  void *owned[] = {s->val, s->gate, s->lvl, s->ser, s->pushed, s->done0, s->walk, s->steps, s->params,
+  void *owned[] = {s->val, s->gate, s->lvl, s->ser, s->pushed, s->done0, s->busy, s->walk, s->steps, s->params,
                    s->reduces, s->outer, s->first, s->nrescale_nodes};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
   for (size_t i = 0; s->rescale_nodes && i < s->nonline; i++) free(s->rescale_nodes[i]);

@@ -15,14 +15,52 @@ bool opt_contains(Ctx *ctx, const UOp *x, const UOp *node) {
   return found;
 }
 
+bool opt_depends(Ctx *ctx, const UOp *x, const UOp *r) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, x, &nodes);
+  unsigned char *reads = n ? calloc(ctx->nnodes, 1) : NULL;
+  for (size_t i = 0; reads && i < n; i++) {
+    const UOp *u = nodes[i];
+    bool binds = false, any = u == r;
+    for (uint32_t k = 1; u->op == UJ_OP_REDUCE && k < u->nsrc; k++) binds |= u->src[k] == r;
+    for (uint32_t k = 0; k < u->nsrc && !any && !binds; k++) any = reads[u->src[k]->id];
+    reads[u->id] = any && !binds;
+  }
+  bool found = reads && reads[x->id];
+  free(nodes), free(reads);
+  return found;
+}
+
+/* The REDUCEs x reads outside other REDUCEs (with_nested: and inside
+ * them), each once, in *out (malloc'd); their count, 0 when out of memory. */
+size_t opt_reduces_read(Ctx *ctx, const UOp *x, bool with_nested, const UOp ***out) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, x, &nodes), m = 0;
+  unsigned char *own = n ? calloc(ctx->nnodes, 1) : NULL;
+  *out = own ? malloc(n * sizeof **out) : NULL;
+  if (own) own[x->id] = 1;
+  for (size_t i = n; *out && i-- > 0;) { /* users first */
+    const UOp *u = nodes[i];
+    if (!own[u->id]) continue;
+    if (u->op == UJ_OP_REDUCE && u->nsrc > 1) (*out)[m++] = u;
+    for (uint32_t k = 0; (with_nested || u->op != UJ_OP_REDUCE) && k < u->nsrc; k++) own[u->src[k]->id] = 1;
+  }
+  free(own), free(nodes);
+  return m;
+}
+
 /* ---- vectors ---- */
 
-/* VECTORIZE(op(a0, b0), .., op(an, bn)) -> op(VECTORIZE(a..), VECTORIZE(b..)) */
+/* VECTORIZE(op(a0, b0), .., op(an, bn)) -> op(VECTORIZE(a..), VECTORIZE(b..));
+ * not when every lane is one node: computed once, then broadcast. */
 static const UOp *rw_vector_op(Rewriter *rw, const UOp *root, const Binds *m) {
   (void)m;
   const UOp *first = root->src[0];
   Op op = (Op)first->op;
   if (!op_has(op, OPF_ALU) || first->dtype.lanes != 1 || root->nsrc > GRAPH_MAX_VECTOR) return NULL;
+  bool same = true;
+  for (uint32_t i = 1; i < root->nsrc && same; i++) same = root->src[i] == first;
+  if (same) return NULL;
   for (uint32_t i = 1; i < root->nsrc; i++)
     if (root->src[i]->op != op || !dt_eq(root->src[i]->dtype, first->dtype) ||
         root->src[i]->nsrc != first->nsrc)

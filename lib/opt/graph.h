@@ -8,10 +8,18 @@
 
 /* Whether x's graph contains node. */
 bool opt_contains(Ctx *ctx, const UOp *x, const UOp *node);
+/* Whether x's value depends on RANGE r: r is in its graph other than
+ * inside REDUCEs that bind r (docs/semantics.md, "REDUCE"). */
+bool opt_depends(Ctx *ctx, const UOp *x, const UOp *r);
+/* The REDUCEs (over RANGEs) x reads outside other REDUCEs (with_nested:
+ * and inside them), each once, malloc'd in *out; their count, 0 with
+ * *out NULL when out of memory. */
+size_t opt_reduces_read(Ctx *ctx, const UOp *x, bool with_nested, const UOp ***out);
 
 /* VECTORIZE(x[0], .., x[n-1]) with the lanes of one ALU op pushed down:
  * VECTORIZE(op(a_i, b_i)) -> op(VECTORIZE(a), VECTORIZE(b)), down to the
- * loads (LLVM's SLP vectorizer merges adjacent ones); n <= 64. */
+ * loads (LLVM's SLP vectorizer merges adjacent ones); n <= 64. A lane
+ * repeated in every lane stays one scalar, broadcast. */
 const UOp *opt_vectorize(Ctx *ctx, const UOp *const *x, unsigned n);
 
 /* x with each from[i] replaced by to[i]. */

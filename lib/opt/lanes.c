@@ -9,7 +9,7 @@
  *   -> fold(GEP(V, 0), .., GEP(V, 31))
  *      V = REDUCE(VECTORIZE(x(32c + 0), .., x(32c + 31)), .., c)   c < n
  *
- * fold(a_0, ..) = op(..op(op(identity, a_0), a_1).., a_{W-1}) is the outer
+ * fold(a_0, ..) = op(..op(a_0, a_1).., a_{W-1}) (op(identity, a_0) is a_0) is the outer
  * REDUCE's own loop unrolled (from -0.0 for a float sum), and lane j of V
  * reduces what R(j) reduced, in the same order: the nested form computes
  * what it did, bit for bit. The order-free form regroups a reduction
@@ -65,7 +65,8 @@ static const UOp *lane_fold(Ctx *ctx, const UOp *reduce, const UOp *const *v, un
   Op op = reduce_op(reduce);
   const UOp *acc =
       uop_const_word(ctx, reduce->dtype, alu_identity(op, (uj_scalar)reduce->dtype.scalar));
-  for (unsigned j = 0; j < w && acc && v[j]; j++) acc = fold_step(ctx, op, acc, v[j]);
+  if (w > 0 && op != UJ_OP_MULACC) acc = v[0]; /* op(identity, a) is a, bit for bit (MAX keeps NaN, -0 + a is a) */
+  for (unsigned j = op != UJ_OP_MULACC; j < w && acc && v[j]; j++) acc = fold_step(ctx, op, acc, v[j]);
   return acc;
 }
 
@@ -98,7 +99,7 @@ static size_t inner_reduces(Ctx *ctx, const UOp *value, const UOp *j, const UOp 
   bool ok = count > 0;
   for (size_t i = 0; ok && i < count; i++) {
     const UOp *u = nodes[i];
-    if (u->op != UJ_OP_REDUCE || u->dtype.lanes != 1 || !opt_contains(ctx, u->src[0], j)) continue;
+    if (u->op != UJ_OP_REDUCE || u->dtype.lanes != 1 || !opt_depends(ctx, u, j)) continue;
     for (uint32_t k = 1; ok && k < u->nsrc; k++) ok = !opt_contains(ctx, u->src[k], j);
     for (size_t o = 0; ok && o < n; o++) ok = !opt_contains(ctx, u->src[0], out[o]);
     ok = ok && n < LANES_MAX_INNER;
@@ -196,25 +197,78 @@ static const UOp *rw_lanes(Rewriter *rw, const UOp *root, const Binds *m) {
   return nested ? nested : split_order_free(rw->ctx, root);
 }
 
+/* Whether x reads a GEP outside the REDUCEs in it. */
+static bool reads_gep(Ctx *ctx, const UOp *x) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, x, &nodes);
+  unsigned char *own = n ? calloc(ctx->nnodes, 1) : NULL;
+  bool found = false;
+  if (own) own[x->id] = 1;
+  for (size_t i = n; own && i-- > 0 && !found;) { /* users first */
+    const UOp *u = nodes[i];
+    if (!own[u->id]) continue;
+    found = u->op == UJ_OP_GEP;
+    for (uint32_t k = 0; u->op != UJ_OP_REDUCE && k < u->nsrc; k++) own[u->src[k]->id] = 1;
+  }
+  free(own), free(nodes);
+  return found;
+}
+
+/* op(GEP(V, u), s) -> GEP(op(V, VECTORIZE(s, .., s)), u), s reading no
+ * GEP (a fold's running value reads the lanes before)
+ * (a unary op likewise; both operands GEPs of lane u: op(V, W)): a lane
+ * fold's terms computed as one vector op for all lanes (online softmax's
+ * exp of a chunk of scores, docs/opt.md) rather than once per lane. */
+static const UOp *rw_lift_gep(Rewriter *rw, const UOp *root, const Binds *m) {
+  (void)m;
+  Ctx *ctx = rw->ctx;
+  if (root->dtype.lanes != 1 || !dt_is_float(root->dtype) || root->nsrc > 2) return NULL;
+  const UOp *v = NULL;
+  int64_t lane = -1;
+  for (uint32_t k = 0; k < root->nsrc && !v; k++)
+    if (root->src[k]->op == UJ_OP_GEP) v = root->src[k]->src[0], lane = root->src[k]->ints[0];
+  if (!v || v->dtype.lanes < 2) return NULL;
+  const UOp *src[2];
+  for (uint32_t k = 0; k < root->nsrc; k++) {
+    const UOp *x = root->src[k];
+    if (x->op == UJ_OP_GEP && x->ints[0] == lane && x->src[0]->dtype.lanes == v->dtype.lanes) src[k] = x->src[0];
+    else if (x->dtype.lanes == 1 && !reads_gep(ctx, x)) {
+      const UOp *same[LANES_MAX_VECTOR];
+      for (unsigned i = 0; i < v->dtype.lanes; i++) same[i] = x;
+      src[k] = uop_new(ctx, UJ_OP_VECTORIZE, uj_dtype_vec((uj_scalar)x->dtype.scalar, v->dtype.lanes), same, v->dtype.lanes, arg_none());
+    } else return NULL;
+  }
+  DType d = uj_dtype_vec((uj_scalar)root->dtype.scalar, v->dtype.lanes);
+  const UOp *vec = uop_new(ctx, (Op)root->op, d, src, root->nsrc, (Arg){root->name, root->ints, root->nints});
+  return vec ? gep(ctx, vec, (unsigned)lane) : NULL;
+}
+
 static const Rule lane_rules[] = {
     {"(REDUCE ...)",
      rw_lanes}, // REDUCE over W lanes of REDUCEs over k -> fold of one W-lane REDUCE over k
+    {"(EXP2|LOG2|SIN|SQRT|RECIP|NEG|ADD|SUB|MUL|FDIV|MAX ...)",
+     rw_lift_gep}, // op(GEP(V, u), s) -> GEP(op(V, s in every lane), u)
 };
 
-/* By node id: a REDUCE another REDUCE's value reads that binds one of
- * its RANGEs again (shadow.c), and that reader: both keep their one loop,
- * run as one (the maximum so far of online softmax and its sums). */
+/* By node id: a REDUCE another REDUCE's value reads (not inside a third)
+ * that binds one of its RANGEs again (shadow.c), and that reader: both
+ * keep their one loop, run as one (online softmax's maximum so far and
+ * its sums). */
 static unsigned char *find_shadows(Ctx *ctx, const UOp *kernel) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, kernel, &nodes);
   unsigned char *shadow = n ? calloc(ctx->nnodes, 1) : NULL;
-  for (size_t a = 0; shadow && a < n; a++)
-    for (size_t x = 0; nodes[a]->op == UJ_OP_REDUCE && x < a; x++) {
+  for (size_t a = 0; shadow && a < n; a++) {
+    const UOp *r = nodes[a], **read = NULL;
+    size_t m = r->op == UJ_OP_REDUCE && r->nsrc > 1 ? opt_reduces_read(ctx, r->src[0], false, &read) : 0;
+    for (size_t x = 0; x < m; x++) {
       bool same = false;
-      for (uint32_t i = 1; nodes[x]->op == UJ_OP_REDUCE && i < nodes[x]->nsrc && !same; i++)
-        for (uint32_t k = 1; k < nodes[a]->nsrc && !same; k++) same = nodes[x]->src[i] == nodes[a]->src[k];
-      if (same && opt_contains(ctx, nodes[a]->src[0], nodes[x])) shadow[nodes[x]->id] = shadow[nodes[a]->id] = 1;
+      for (uint32_t i = 1; i < read[x]->nsrc && !same; i++)
+        for (uint32_t k = 1; k < r->nsrc && !same; k++) same = read[x]->src[i] == r->src[k];
+      if (same) shadow[read[x]->id] = shadow[r->id] = 1;
     }
+    free(read);
+  }
   free(nodes);
   if (!shadow) ctx_set_error(ctx, "lanes: out of memory");
   return shadow;

@@ -7,6 +7,13 @@
  *   REDUCE(ADD, x / b * y, r..)   -> REDUCE(ADD, x * y, r..) / b
  *   REDUCE(ADD, v(j, M), j)       -> REDUCE(ADD, v(j', M), j')
  *        M = REDUCE(MAX, s(j'), j'), free of j, j' as long as j
+ *   REDUCE(ADD, REDUCE(ADD, v(i, l, M), i), l)   i < n, l < W, j' as long as n·W
+ *                                 -> REDUCE(ADD, v(j' // W, j' % W, M), j')
+ *
+ * The last is a float sum the tensor API ordered in W lanes (docs/tensor.md,
+ * "Reductions": softmax's sum of exps) taken as one sum, in another order:
+ * so are the sums of online softmax, whose rescaling rounds differently
+ * anyway (tests compare them with a tolerance).
  *
  * The first takes softmax's division out of the matmul after it (one
  * division per output, and the sum of exps no longer inside the loop);
@@ -19,8 +26,11 @@
 #include "opt/graph.h"
 #include "opt/opt.h"
 #include "rewrite/rewrite.h"
+#include "symbolic/symbolic.h"
 
 enum { SHADOW_MAX_SOURCES = 17 }; /* a REDUCE over up to 16 RANGEs */
+enum { SHADOW_CHUNK = 16 }; /* the j of one chunk of online softmax: one vector of scores */
+static const int64_t SHADOW_CANON_AXIS = (int64_t)1 << 40; /* above any kernel's axes */
 
 static bool free_of_ranges(Ctx *ctx, const UOp *x, const UOp *reduce) {
   for (uint32_t k = 1; k < reduce->nsrc; k++)
@@ -52,7 +62,7 @@ static const UOp *rw_divisor_out(Rewriter *rw, const UOp *root, const Binds *m) 
 }
 
 /* The MAX REDUCE over one RANGE as long as j, free of j, that x reads
- * (not inside another REDUCE); NULL when none. */
+ * (not inside another REDUCE); any length when j is NULL; NULL when none. */
 static const UOp *max_read(Ctx *ctx, const UOp *x, const UOp *j) {
   const UOp **nodes = NULL, *found = NULL;
   size_t n = uop_toposort(ctx, x, &nodes);
@@ -62,8 +72,8 @@ static const UOp *max_read(Ctx *ctx, const UOp *x, const UOp *j) {
     const UOp *u = nodes[i];
     if (!own[u->id]) continue;
     if (u->op == UJ_OP_REDUCE) {
-      bool max = u->nsrc == 2 && !strcmp(u->name, "MAX") && u->src[1] != j && u->src[1]->src[0] == j->src[0];
-      if (max && !opt_contains(ctx, u, j)) found = u;
+      bool max = u->nsrc == 2 && !strcmp(u->name, "MAX") && (!j || (u->src[1] != j && u->src[1]->src[0] == j->src[0]));
+      if (max && (!j || !opt_contains(ctx, u, j))) found = u;
       continue;
     }
     for (uint32_t k = 0; k < u->nsrc; k++) own[u->src[k]->id] = 1;
@@ -72,22 +82,33 @@ static const UOp *max_read(Ctx *ctx, const UOp *x, const UOp *j) {
   return found;
 }
 
-/* The REDUCEs x reads outside other REDUCEs (with_nested: and inside
- * them), each once, in *out (malloc'd); their count, 0 when out of memory. */
-static size_t reduces_read(Ctx *ctx, const UOp *x, bool with_nested, const UOp ***out) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, x, &nodes), m = 0;
-  unsigned char *own = n ? calloc(ctx->nnodes, 1) : NULL;
-  *out = own ? malloc(n * sizeof **out) : NULL;
-  if (own) own[x->id] = 1;
-  for (size_t i = n; *out && i-- > 0;) { /* users first */
-    const UOp *u = nodes[i];
-    if (!own[u->id]) continue;
-    if (u->op == UJ_OP_REDUCE && u->nsrc > 1) (*out)[m++] = u;
-    for (uint32_t k = 0; (with_nested || u->op != UJ_OP_REDUCE) && k < u->nsrc; k++) own[u->src[k]->id] = 1;
+/* x (a REDUCE over one RANGE) with the RANGEs it and the REDUCEs nested
+ * in it bind renamed by depth (axis SHADOW_CANON_AXIS + depth), simplified:
+ * two REDUCEs that differ only in the names of their own RANGEs (alpha
+ * equivalent) have the same canon. NULL when out of memory. */
+static const UOp *canon(Ctx *ctx, const UOp *x, int64_t depth) {
+  const UOp *r = x->src[1];
+  int64_t axis = SHADOW_CANON_AXIS + depth;
+  const UOp *to = uop_new(ctx, UJ_OP_RANGE, r->dtype, r->src, 1, (Arg){r->name, &axis, 1});
+  const UOp *v = to ? opt_substitute(ctx, x->src[0], &r, &to, 1) : NULL, **nested = NULL;
+  size_t n = v ? opt_reduces_read(ctx, v, false, &nested) : 0;
+  for (size_t i = 0; v && i < n; i++) {
+    const UOp *c = nested[i]->nsrc == 2 ? canon(ctx, nested[i], depth + 1) : nested[i];
+    v = c ? opt_substitute(ctx, v, &nested[i], &c, 1) : NULL;
   }
-  free(own), free(nodes);
-  return m;
+  free(nested);
+  const UOp *src[2] = {v, to};
+  const UOp *out = v ? uop_new(ctx, UJ_OP_REDUCE, x->dtype, src, 2, (Arg){x->name, NULL, 0}) : NULL;
+  return out && depth == 0 ? symbolic_simplify(ctx, out) : out;
+}
+
+static bool alpha_equal(Ctx *ctx, const UOp *x, const UOp *y) {
+  if (x == y) return true;
+  if (x->name != y->name || x->dtype.lanes != y->dtype.lanes || x->nsrc != 2 || y->nsrc != 2 ||
+      x->src[1]->src[0] != y->src[1]->src[0])
+    return false;
+  const UOp *cx = canon(ctx, x, 0);
+  return cx && cx == canon(ctx, y, 0);
 }
 
 /* v with each REDUCE it reads over one RANGE that is, up to the name of
@@ -96,28 +117,54 @@ static size_t reduces_read(Ctx *ctx, const UOp *x, bool with_nested, const UOp *
  * of its own in rangeify). */
 static const UOp *same_as_max(Ctx *ctx, const UOp *v, const UOp *max) {
   const UOp **mine = NULL, **theirs = NULL;
-  size_t n = reduces_read(ctx, v, false, &mine), m = reduces_read(ctx, max->src[0], true, &theirs);
+  size_t n = opt_reduces_read(ctx, v, false, &mine), m = opt_reduces_read(ctx, max->src[0], true, &theirs);
   for (size_t i = 0; v && i < n; i++)
     for (size_t k = 0; v && k < m; k++) {
       const UOp *x = mine[i], *y = theirs[k];
-      if (x == y || x == max || x->nsrc != 2 || y->nsrc != 2 || x->src[1]->src[0] != y->src[1]->src[0]) continue;
-      const UOp *renamed = opt_substitute(ctx, x, &x->src[1], &y->src[1], 1);
-      if (renamed == y) v = opt_substitute(ctx, v, &x, &y, 1);
+      if (x != y && x != max && alpha_equal(ctx, x, y)) v = opt_substitute(ctx, v, &x, &y, 1);
     }
   free(mine), free(theirs);
   return v;
 }
 
-/* REDUCE(ADD, v(j, M), j) -> REDUCE(ADD, v(j', M), j'). */
+/* The sum of v over to, with each RANGE from[k] its value to // div[k] % mod[k]
+ * (simplified), its nested REDUCEs those of max's value where equal. */
+static const UOp *sum_over(Ctx *ctx, const UOp *root, const UOp *v, const UOp *const *from, const int64_t *div,
+                           const int64_t *mod, size_t n, const UOp *max) {
+  const UOp *to = max->src[1], *at[2];
+  for (size_t k = 0; k < n; k++) {
+    at[k] = to;
+    if (div[k] > 1) at[k] = uop_binary(ctx, UJ_OP_IDIV, at[k], uop_const_int(ctx, to->dtype, div[k]));
+    if (at[k] && mod[k] > 0) at[k] = uop_binary(ctx, UJ_OP_MOD, at[k], uop_const_int(ctx, to->dtype, mod[k]));
+    if (!at[k]) return NULL;
+  }
+  v = opt_substitute(ctx, v, from, at, n);
+  v = v && n > 1 ? symbolic_simplify(ctx, v) : v;
+  v = v ? same_as_max(ctx, v, max) : NULL;
+  const UOp *src[2] = {v, to};
+  return v ? uop_new(ctx, UJ_OP_REDUCE, root->dtype, src, 2, (Arg){root->name, NULL, 0}) : NULL;
+}
+
+static int64_t bound_of(const UOp *range) {
+  return range->src[0]->op == UJ_OP_CONST ? (int64_t)uop_const_value(range->src[0]) : -1;
+}
+
+/* REDUCE(ADD, v(j, M), j) -> REDUCE(ADD, v(j', M), j'); a sum in W lanes
+ * of sums over i likewise, i = j' // W, l = j' % W. */
 static const UOp *rw_shadow(Rewriter *rw, const UOp *root, const Binds *m) {
   (void)m;
   if (!is_sum(root) || root->nsrc != 2 || !dt_is_float(root->dtype)) return NULL;
-  const UOp *j = root->src[1], *max = max_read(rw->ctx, root->src[0], j);
-  if (!max) return NULL;
-  const UOp *to = max->src[1], *v = opt_substitute(rw->ctx, root->src[0], &j, &to, 1);
-  v = v ? same_as_max(rw->ctx, v, max) : NULL;
-  const UOp *src[2] = {v, to};
-  return v ? uop_new(rw->ctx, UJ_OP_REDUCE, root->dtype, src, 2, (Arg){root->name, NULL, 0}) : NULL;
+  const UOp *j = root->src[1], *inner = root->src[0];
+  if (inner->op == UJ_OP_REDUCE && !strcmp(root->name, "ADD") && !strcmp(inner->name, "ADD") && inner->nsrc == 2) {
+    const UOp *i = inner->src[1], *max = max_read(rw->ctx, inner->src[0], NULL);
+    int64_t n = bound_of(i), w = bound_of(j);
+    if (!max || n <= 0 || w <= 0 || bound_of(max->src[1]) != n * w || opt_contains(rw->ctx, max, i) || opt_contains(rw->ctx, max, j))
+      return NULL;
+    const UOp *from[2] = {i, j};
+    return sum_over(rw->ctx, root, inner->src[0], from, (int64_t[]){w, 1}, (int64_t[]){0, w}, 2, max);
+  }
+  const UOp *max = max_read(rw->ctx, inner, j);
+  return max ? sum_over(rw->ctx, root, inner, &j, (int64_t[]){1}, (int64_t[]){0}, 1, max) : NULL;
 }
 
 static const Rule shadow_rules[] = {
@@ -125,9 +172,94 @@ static const Rule shadow_rules[] = {
     {"(REDUCE ...)", rw_shadow},      // a sum reading a max over a RANGE of its length -> over that RANGE
 };
 
+/* kernel with each REDUCE over one RANGE that equals an earlier one up to
+ * the name of that RANGE replaced by the earlier one: rangeify gives every
+ * use of a tensor REDUCE RANGEs of its own, so softmax's max read by the
+ * sum of exps and by the matmul after it is two REDUCEs until here. */
+static const UOp *unify_reduces(Ctx *ctx, const UOp *kernel) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, kernel, &nodes), nfrom = 0, nkept = 0;
+  const UOp **from = n ? malloc(2 * n * sizeof *from) : NULL, **to = from ? from + n : NULL;
+  const UOp **kept = n ? malloc(n * sizeof *kept) : NULL;
+  bool ok = from && kept;
+  for (size_t i = 0; ok && i < n; i++) {
+    const UOp *x = nodes[i];
+    if (x->op != UJ_OP_REDUCE || x->nsrc != 2) continue;
+    const UOp *now = nfrom ? opt_substitute(ctx, x, from, to, nfrom) : x, *same = NULL;
+    ok = now != NULL;
+    for (size_t k = 0; ok && k < nkept && !same; k++)
+      if (alpha_equal(ctx, now, kept[k])) same = kept[k];
+    if (same || now != x) from[nfrom] = x, to[nfrom++] = same ? same : now;
+    if (!same) kept[nkept++] = now;
+  }
+  const UOp *out = ok && nfrom ? opt_substitute(ctx, kernel, from, to, nfrom) : ok ? kernel : NULL;
+  free(nodes), free(from), free(kept);
+  if (!ok) ctx_set_error(ctx, "shadow: out of memory");
+  return out;
+}
+
+/* The REDUCEs over exactly (j) other than max whose value reads max, in
+ * out (room for n); their count. */
+static size_t readers_of(Ctx *ctx, const UOp *const *nodes, size_t n, const UOp *max, const UOp **out) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    const UOp *x = nodes[i];
+    if (x != max && x->op == UJ_OP_REDUCE && x->nsrc == 2 && x->src[1] == max->src[1] && opt_contains(ctx, x->src[0], max))
+      out[m++] = x;
+  }
+  return m;
+}
+
+/* Online softmax in chunks of SHADOW_CHUNK: each max over j (n steps, a
+ * multiple of the chunk) that sums read, and those sums, reduce over
+ * j = jo·C + ji as REDUCE(REDUCE(x, ji), jo). The lanes pass then computes
+ * a chunk's scores as one vector (opt/lanes.c, nested form) and the
+ * maximum so far grows once a chunk. */
+static const UOp *chunk(Ctx *ctx, const UOp *kernel) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, kernel, &nodes), nfrom = 0;
+  const UOp **from = n ? malloc(2 * n * sizeof *from) : NULL, **to = from ? from + n : NULL;
+  const UOp **readers = n ? malloc(n * sizeof *readers) : NULL;
+  int64_t axis = n ? opt_next_axis(ctx, kernel) : 0;
+  bool ok = from && readers;
+  for (size_t i = 0; ok && i < n; i++) {
+    const UOp *max = nodes[i];
+    if (max->op != UJ_OP_REDUCE || max->nsrc != 2 || strcmp(max->name, "MAX") || max->dtype.lanes != 1) continue;
+    const UOp *j = max->src[1];
+    int64_t bound = bound_of(j);
+    size_t nr = bound >= 2 * SHADOW_CHUNK && bound % SHADOW_CHUNK == 0 ? readers_of(ctx, nodes, n, max, readers) : 0;
+    if (nr == 0) continue;
+    const UOp *cb = uop_const_int(ctx, j->dtype, bound / SHADOW_CHUNK), *cc = uop_const_int(ctx, j->dtype, SHADOW_CHUNK);
+    int64_t ao = axis++, ai = axis++;
+    const UOp *jo = uop_new(ctx, UJ_OP_RANGE, j->dtype, &cb, 1, (Arg){j->name, &ao, 1});
+    const UOp *ji = uop_new(ctx, UJ_OP_RANGE, j->dtype, &cc, 1, (Arg){j->name, &ai, 1});
+    const UOp *at = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, jo, cc), ji);
+    const UOp *x = opt_substitute(ctx, max->src[0], &j, &at, 1);
+    const UOp *inner = x ? uop_new(ctx, UJ_OP_REDUCE, max->dtype, (const UOp *[]){x, ji}, 2, (Arg){max->name, NULL, 0}) : NULL;
+    const UOp *chunked = inner ? uop_new(ctx, UJ_OP_REDUCE, max->dtype, (const UOp *[]){inner, jo}, 2, (Arg){max->name, NULL, 0}) : NULL;
+    ok = chunked != NULL;
+    if (ok) from[nfrom] = max, to[nfrom++] = chunked;
+    for (size_t r = 0; ok && r < nr; r++) {
+      const UOp *rd = readers[r], *f[2] = {max, j}, *t[2] = {chunked, at};
+      const UOp *v = opt_substitute(ctx, rd->src[0], f, t, 2);
+      const UOp *in = v ? uop_new(ctx, UJ_OP_REDUCE, rd->dtype, (const UOp *[]){v, ji}, 2, (Arg){rd->name, NULL, 0}) : NULL;
+      const char *add = ctx_intern_string(ctx, "ADD", 3);
+      const UOp *out = in ? uop_new(ctx, UJ_OP_REDUCE, rd->dtype, (const UOp *[]){in, jo}, 2, (Arg){add, NULL, 0}) : NULL;
+      ok = out != NULL;
+      if (ok) from[nfrom] = rd, to[nfrom++] = out;
+    }
+  }
+  const UOp *result = ok && nfrom ? opt_substitute(ctx, kernel, from, to, nfrom) : ok ? kernel : NULL;
+  free(nodes), free(from), free(readers);
+  if (!ok) ctx_set_error(ctx, "shadow: out of memory");
+  return result;
+}
+
 const UOp *opt_shadow(Ctx *ctx, const UOp *kernel) {
   RuleSet *rs = ruleset_new(ctx, shadow_rules, sizeof shadow_rules / sizeof *shadow_rules);
-  const UOp *out = rs ? graph_rewrite(ctx, kernel, rs, NULL) : NULL;
+  kernel = rs ? unify_reduces(ctx, kernel) : NULL;
+  const UOp *out = kernel ? graph_rewrite(ctx, kernel, rs, NULL) : NULL;
+  out = out ? chunk(ctx, out) : NULL;
   ruleset_free(rs);
   return out;
 }

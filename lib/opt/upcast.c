@@ -23,8 +23,10 @@
 
 /* At most 2 registers of columns (32 float32 on AVX-512) times 8 rows;
  * the accumulators of all REDUCEs in one block stay within 16 registers
- * (AVX-512 has 32, AVX2 16: then 4 rows of 2). */
-enum { UPCAST_VECTORS = 2, UPCAST_MIN_COLUMNS = 4, UPCAST_MAX_COLUMNS = 64, UPCAST_MAX_ROWS = 8, UPCAST_MAX_LANES = UPCAST_MAX_COLUMNS * UPCAST_MAX_ROWS, UPCAST_ACC_REGISTERS = 16,
+ * (AVX-512 has 32, AVX2 16: then 4 rows of 2). Up to 4 registers, all the
+ * columns, when the value reads a REDUCE free of the columns (online
+ * softmax's max and sums, docs/opt.md): each block would compute it again. */
+enum { UPCAST_VECTORS = 2, UPCAST_WHOLE_VECTORS = 4, UPCAST_MIN_COLUMNS = 4, UPCAST_MAX_COLUMNS = 64, UPCAST_MAX_ROWS = 8, UPCAST_MAX_LANES = UPCAST_MAX_COLUMNS * UPCAST_MAX_ROWS, UPCAST_ACC_REGISTERS = 16,
        UPCAST_MAX_REDUCES = 32, UPCAST_MAX_SOURCES = 64 };
 
 /* An axis being upcast: its range, the outer range that replaces it, and
@@ -177,8 +179,21 @@ static const UOp *row_reduce(Ctx *ctx, const UOp *reduce, const UOp *const *x, u
  * the rest, if the bound holds 2 blocks (1000 columns: 31 blocks of 32
  * and a tail of 8); else halves of a register down to 4 elements that
  * divide it; 0 when none does. */
-static unsigned block_columns(const UOp *end, DType d, unsigned vector_bytes, unsigned forced) {
+/* Whether x reads a REDUCE that does not depend on range c. */
+static bool reads_invariant_reduce(Ctx *ctx, const UOp *x, const UOp *c) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, x, &nodes);
+  bool found = false;
+  for (size_t i = 0; i < n && !found; i++) found = nodes[i]->op == UJ_OP_REDUCE && !opt_contains(ctx, nodes[i], c);
+  free(nodes);
+  return found;
+}
+
+static unsigned block_columns(const UOp *end, DType d, unsigned vector_bytes, unsigned forced, bool whole) {
   unsigned per = vector_bytes / (elem_bytes(d) ? (unsigned)elem_bytes(d) : 1), two = UPCAST_VECTORS * per;
+  int64_t b = end->src[0]->src[0]->op == UJ_OP_CONST ? end->src[0]->src[0]->vmin : 0;
+  if (!forced && whole && b >= per && b % per == 0 && b <= UPCAST_WHOLE_VECTORS * per && b <= UPCAST_MAX_COLUMNS)
+    return (unsigned)b;
   if (forced) /* at most 2 registers; a power of 2 (whole registers or part of one); a tail if need be */
     return forced >= 2 && forced <= two && forced <= UPCAST_MAX_COLUMNS && !(forced & (forced - 1)) &&
                    split_range(end, forced, true) ? forced : 0;
@@ -216,9 +231,9 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const 
   const UOp *end = config->columns == 1 ? NULL : innermost_end(kernel);
   const UOp *store = end ? end->src[1] : NULL;
   DType d = store ? store->src[1]->dtype : dt_scalar(UJ_VOID);
-  unsigned columns = end ? block_columns(end, d, vector_bytes, config->columns) : 0;
+  unsigned columns = end ? block_columns(end, d, vector_bytes, config->columns, reads_invariant_reduce(ctx, store->src[1], end->src[0])) : 0;
   const UOp *r = columns ? split_range(end, columns, true) : NULL;
-  const UOp *reduces[UPCAST_MAX_REDUCES], *vectors[UPCAST_MAX_REDUCES * UPCAST_MAX_ROWS * UPCAST_VECTORS];
+  const UOp *reduces[UPCAST_MAX_REDUCES], *vectors[UPCAST_MAX_REDUCES * UPCAST_MAX_ROWS * UPCAST_WHOLE_VECTORS];
   size_t nreduces;
   if (!r || !find_reduces(ctx, store->src[1], r, reduces, &nreduces, UPCAST_MAX_REDUCES) || nreduces == 0) return kernel;
   for (size_t i = 0; i < nreduces; i++)

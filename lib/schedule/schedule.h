@@ -82,6 +82,12 @@ void schedule_free(Schedule *s);
 /* The BUFFER a view made by the scheduler (RESHAPE of a BUFFER) reads. */
 const UOp *schedule_view_buffer(const UOp *view);
 
+/* ---- fuse.c, for schedule_make ---- */
+/* Clears the cuts (by node id) inside a root's graph that holds a cut max
+ * when the root's graph as one kernel recomputes nothing (online softmax:
+ * attention in one kernel); false (error set) when out of memory. */
+bool schedule_fuse_online(Ctx *ctx, const UOp *sink, unsigned char *cut, const ScheduleTarget *t);
+
 /* ---- cache.c, for schedule_make ---- */
 /* A copy of the schedule kept for sink and into (NULL when none, or out
  * of memory), its new BUFFERs numbered from *next_buffer_id (advanced). */
