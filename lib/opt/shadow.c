@@ -131,7 +131,7 @@ static const UOp *same_as_max(Ctx *ctx, const UOp *v, const UOp *max) {
  * (simplified), its nested REDUCEs those of max's value where equal. */
 static const UOp *sum_over(Ctx *ctx, const UOp *root, const UOp *v, const UOp *const *from, const int64_t *div,
                            const int64_t *mod, size_t n, const UOp *max) {
-  const UOp *to = max->src[1], *at[2];
+  const UOp *to = max->src[1], *at[2] = {NULL, NULL};
   for (size_t k = 0; k < n; k++) {
     at[k] = to;
     if (div[k] > 1) at[k] = uop_binary(ctx, UJ_OP_IDIV, at[k], uop_const_int(ctx, to->dtype, div[k]));

@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opt/graph.h"
+#include "symbolic/symbolic.h"
+
 #include "opt/opt.h"
 #include "schedule/rangeify.h"
 #include "schedule/schedule.h"
@@ -81,24 +84,102 @@ static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
   return again;
 }
 
+/* The input slot and element stride of a vector of loads whose lanes step
+ * through memory by a constant other than 1 (a gather): 0 when vec is not
+ * one. */
+static int64_t gather_slot(Ctx *ctx, const UOp *vec, int64_t *stride) {
+  if (vec->op != UJ_OP_VECTORIZE || vec->nsrc < 2) return 0;
+  const UOp *first = vec->src[0];
+  if (first->op != UJ_OP_LOAD || first->src[0]->op != UJ_OP_INDEX || first->src[0]->nsrc != 2 ||
+      first->src[0]->src[0]->op != UJ_OP_PARAM)
+    return 0;
+  const UOp *param = first->src[0]->src[0], *base = first->src[0]->src[1];
+  for (uint32_t u = 1; u < vec->nsrc; u++) {
+    const UOp *x = vec->src[u];
+    if (x->op != UJ_OP_LOAD || x->src[0]->op != UJ_OP_INDEX || x->src[0]->nsrc != 2 || x->src[0]->src[0] != param) return 0;
+    const UOp *step = symbolic_simplify(ctx, uop_binary(ctx, UJ_OP_SUB, x->src[0]->src[1], base));
+    if (!step || step->op != UJ_OP_CONST) return 0;
+    int64_t v = (int64_t)uop_const_value(step);
+    if (u == 1) *stride = v;
+    if (v != *stride * (int64_t)u) return 0;
+  }
+  return *stride > 1 ? param->ints[0] : 0;
+}
+
+/* root with each BUFFER view its optimized kernel k gathers from (lanes a
+ * stride s apart: attention's k, read along j for a chunk of scores)
+ * read through a copy that has the axis of stride s last:
+ * PERMUTE(STAGE(PERMUTE(view, p)), p^-1), so the lanes load one vector. */
+static const UOp *stage_gathered(Ctx *ctx, const UOp *root, const UOp *k, const UOp *const *inputs, size_t ninputs) {
+  const UOp **nodes = NULL, *from[8], *to[8];
+  size_t n = uop_toposort(ctx, k, &nodes), nswap = 0;
+  for (size_t i = 0; i < n && nswap < 8; i++) {
+    int64_t stride = 0, slot = gather_slot(ctx, nodes[i], &stride);
+    const UOp *buffer = slot >= 1 && (size_t)slot <= ninputs ? inputs[slot - 1] : NULL, **cone = NULL, *view = NULL;
+    size_t m = buffer ? uop_toposort(ctx, root, &cone) : 0;
+    for (size_t c = 0; c < m && !view; c++)
+      if (schedule_view_buffer(cone[c]) == buffer) view = cone[c];
+    free(cone);
+    bool seen = false;
+    for (size_t w = 0; w < nswap; w++) seen |= from[w] == view;
+    if (!view || seen || view->ndim < 2 || view->ndim > 8) continue;
+    int64_t at = 1, axis = -1;
+    for (unsigned d = view->ndim; d-- > 0 && axis < 0;) { /* C order: the axis whose stride is s */
+      if (at == stride && view->shape[d] > 1) axis = d;
+      at *= view->shape[d];
+    }
+    if (axis < 0 || axis == (int64_t)view->ndim - 1) continue;
+    int64_t order[8], back[8];
+    for (unsigned d = 0, o = 0; d < view->ndim; d++)
+      if (d != axis) order[o++] = d;
+    order[view->ndim - 1] = axis;
+    for (unsigned d = 0; d < view->ndim; d++) back[order[d]] = d;
+    const UOp *moved = uop_new(ctx, UJ_OP_PERMUTE, view->dtype, &view, 1, (Arg){NULL, order, view->ndim});
+    const UOp *copy = moved ? uop_new(ctx, UJ_OP_STAGE, view->dtype, &moved, 1, arg_none()) : NULL;
+    const UOp *read = copy ? uop_new(ctx, UJ_OP_PERMUTE, view->dtype, &copy, 1, (Arg){NULL, back, view->ndim}) : NULL;
+    if (!read) break;
+    from[nswap] = view, to[nswap++] = read;
+  }
+  free(nodes);
+  return nswap ? opt_substitute(ctx, root, from, to, nswap) : root;
+}
+
 /* Whether root's graph fuses into one kernel that recomputes nothing. */
-static bool fuses(Ctx *ctx, const UOp *root, const ScheduleTarget *t, bool *ok) {
+/* root's graph as one kernel, when it recomputes nothing (with the
+ * inputs it gathers from staged: stage_gathered); else NULL (*ok false
+ * when out of memory). */
+static const UOp *fused_root(Ctx *ctx, const UOp *root, const ScheduleTarget *t, bool *ok) {
   const UOp **inputs = NULL;
   size_t ninputs = 0;
   const UOp *k = rangeify_kernel(ctx, root, t->index_bits, &inputs, &ninputs);
-  free(inputs);
   OptConfig heuristics = {0};
   k = k ? opt_apply(ctx, k, &t->opt, &heuristics) : NULL;
   *ok = k != NULL;
-  return k && !recomputes(ctx, k, ok);
+  const UOp *fused = k && !recomputes(ctx, k, ok) && *ok ? stage_gathered(ctx, root, k, inputs, ninputs) : NULL;
+  free(inputs);
+  return fused;
 }
 
-bool schedule_fuse_online(Ctx *ctx, const UOp *sink, unsigned char *cut, const ScheduleTarget *t) {
-  const UOp **all = NULL, **cone = NULL;
-  size_t n = uop_toposort(ctx, sink, &all);
+/* Room for the nodes made since the tables were sized: zeroed entries. */
+static bool grow_tables(Ctx *ctx, size_t *size, unsigned char **cut, const UOp ***into) {
+  if (ctx->nnodes <= *size) return true;
+  unsigned char *c = realloc(*cut, ctx->nnodes);
+  if (c) *cut = c;
+  const UOp **i = c ? realloc(*into, ctx->nnodes * sizeof *i) : NULL;
+  if (i) *into = i;
+  if (!i) return false;
+  memset(c + *size, 0, ctx->nnodes - *size), memset(i + *size, 0, (ctx->nnodes - *size) * sizeof *i);
+  *size = ctx->nnodes;
+  return true;
+}
+
+bool schedule_fuse_online(Ctx *ctx, const UOp **sink_io, unsigned char **cut_io, const UOp ***into_io, const ScheduleTarget *t) {
+  const UOp *sink = *sink_io, **all = NULL, **cone = NULL;
+  size_t n = uop_toposort(ctx, sink, &all), size = ctx->nnodes;
   unsigned char *in = n ? calloc(ctx->nnodes, 1) : NULL;
   bool ok = in != NULL;
   for (uint32_t r = 0; ok && r < sink->nsrc; r++) {
+    unsigned char *cut = *cut_io;
     const UOp *root = sink->src[r];
     size_t m = uop_toposort(ctx, root, &cone);
     ok = m > 0;
@@ -107,12 +188,28 @@ bool schedule_fuse_online(Ctx *ctx, const UOp *sink, unsigned char *cut, const S
     for (size_t i = 0; ok && max && i < n && alone; i++) /* a cut used outside root's graph stays */
       for (uint32_t k = 0; k < all[i]->nsrc && alone; k++)
         alone = !(cut[all[i]->src[k]->id] && in[all[i]->src[k]->id] && all[i]->src[k] != root && (!in[all[i]->id] || all[i] == sink));
-    if (ok && max && alone && fuses(ctx, root, t, &ok))
-      for (size_t i = 0; i < m; i++) cut[cone[i]->id] = cone[i] == root ? cut[root->id] : 0;
+    const UOp *fused = ok && max && alone ? fused_root(ctx, root, t, &ok) : NULL;
+    for (size_t i = 0; fused && i < m; i++) cut[cone[i]->id] = cone[i] == root ? cut[root->id] : 0;
     for (size_t i = 0; i < m; i++) in[cone[i]->id] = 0;
     free(cone), cone = NULL;
+    if (fused && fused != root) { /* the root reads a staged copy: a new node, in the sink and the tables */
+      const UOp **src = malloc(sink->nsrc * sizeof *src);
+      ok = src && grow_tables(ctx, &size, cut_io, into_io);
+      if (ok) {
+        memcpy(src, sink->src, sink->nsrc * sizeof *src);
+        src[r] = fused;
+        (*cut_io)[fused->id] = (*cut_io)[root->id], (*into_io)[fused->id] = (*into_io)[root->id];
+        sink = uop_replace_src(ctx, sink, src, sink->nsrc);
+        ok = sink && grow_tables(ctx, &size, cut_io, into_io);
+      }
+      free(src);
+      unsigned char *grown = ok ? realloc(in, ctx->nnodes) : NULL;
+      if (grown) in = grown, memset(in, 0, ctx->nnodes);
+      ok = ok && grown;
+    }
   }
   free(all), free(in);
   if (!ok && !ctx->error[0]) ctx_set_error(ctx, "schedule: out of memory");
+  *sink_io = sink;
   return ok;
 }

@@ -327,7 +327,7 @@ static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, const UOp *cons
   if (!into_by_id) return ctx_set_error(ctx, "schedule: out of memory"), NULL;
   for (uint32_t i = 0; into && i < sink->nsrc; i++) into_by_id[sink->src[i]->id] = into[i];
   unsigned char *cut = find_cuts(ctx, sink, into_by_id);
-  if (cut && !schedule_fuse_online(ctx, sink, cut, st->target)) free(cut), cut = NULL;
+  if (cut && !schedule_fuse_online(ctx, &sink, &cut, &into_by_id, st->target)) free(cut), cut = NULL;
   if (!cut) return free(into_by_id), NULL;
   st->cut = cut, st->into = into_by_id;
   sink = graph_substitute(ctx, sink, wrap_cut, st);

@@ -85,8 +85,11 @@ const UOp *schedule_view_buffer(const UOp *view);
 /* ---- fuse.c, for schedule_make ---- */
 /* Clears the cuts (by node id) inside a root's graph that holds a cut max
  * when the root's graph as one kernel recomputes nothing (online softmax:
- * attention in one kernel); false (error set) when out of memory. */
-bool schedule_fuse_online(Ctx *ctx, const UOp *sink, unsigned char *cut, const ScheduleTarget *t);
+ * attention in one kernel); such a root may be replaced in *sink by one
+ * that reads a staged, transposed copy of an input (the tables *cut and
+ * *into, by node id, grown to match). false (error set) when out of
+ * memory. */
+bool schedule_fuse_online(Ctx *ctx, const UOp **sink, unsigned char **cut, const UOp ***into, const ScheduleTarget *t);
 
 /* ---- cache.c, for schedule_make ---- */
 /* A copy of the schedule kept for sink and into (NULL when none, or out
