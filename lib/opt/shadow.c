@@ -19,7 +19,9 @@
  * division per output, and the sum of exps no longer inside the loop);
  * the second makes every sum reading M run over M's RANGE: interned, the
  * scores s(j') they compute are M's own, and the renderer runs M and the
- * sums in one loop, M as the maximum so far. */
+ * sums in one loop, M as the maximum so far. Before the rules, REDUCEs
+ * equal up to the names of the RANGEs they bind become one (unify_reduces);
+ * after them, a max and its sums run in chunks of 16 (chunk). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -13,7 +13,9 @@
  * loop, of more than one step, over a RANGE it does not read. So attention
  * softmax(q k^T) v is one kernel with no score matrix in memory, while a
  * softmax alone keeps its three kernels (its max would run again for
- * every element of a row). */
+ * every element of a row). A kept kernel that gathers an input reads it
+ * through a transposed copy instead (stage_gathered): the root is then a
+ * new node, replaced in the SINK. */
 #include <stdlib.h>
 #include <string.h>
 
