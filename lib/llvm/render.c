@@ -280,6 +280,8 @@ static bool emit_reduce(State *s, const UOp *u) {
 
 static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, unsigned n, unsigned first) {
   int online[MAX_GROUP]; /* per member: the online table's index when it runs as a maximum so far, else -1 */
+  int reads_max[MAX_GROUP]; /* per other member: the maximum so far it reads (its index), or -1 */
+  const UOp *reads_online[MAX_GROUP] = {NULL};
   bool drop[MAX_GROUP] = {false};
   for (unsigned g = 0; g < ng; g++) { /* a shadow not online: computed first, unless it is u */
     const UOp *reads[MAX_GROUP];
@@ -289,7 +291,10 @@ static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, u
       size_t at;
       unsigned h = 0;
       while (h < ng && group[h] != reads[k]) h++;
-      if (h < ng && online_of(s, reads[k], &at)) continue;
+      if (h < ng && online_of(s, reads[k], &at)) {
+        reads_online[g] = reads[k];
+        continue;
+      }
       if (reads[k] == u) drop[g] = true; /* g runs after u, on its own */
       else if (h < ng) drop[h] = true;
       if (reads[k] != u && !emit_value(s, reads[k])) return false;
@@ -297,11 +302,14 @@ static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, u
   }
   unsigned kept = 0;
   for (unsigned g = 0; g < ng; g++)
-    if (!drop[g] || g == 0) group[kept++] = group[g];
+    if (!drop[g]) group[kept] = group[g], reads_online[kept++] = reads_online[g];
   ng = kept;
   for (unsigned g = 0; g < ng; g++) {
     size_t at;
     online[g] = online_of(s, group[g], &at) ? (int)at : -1;
+    reads_max[g] = -1;
+    for (unsigned h = 0; h < ng && online[g] < 0; h++)
+      if (group[h] == reads_online[g]) reads_max[g] = (int)h;
   }
   Op op[MAX_GROUP];
   LLVMValueRef acc[MAX_GROUP], next[MAX_GROUP], scale[MAX_GROUP];
@@ -334,17 +342,10 @@ static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, u
                              word_from_double((uj_scalar)group[g]->dtype.scalar, -INFINITY)), "");
     set_value(s, group[g], next[g], NULL);
   }
-  int reads_max[MAX_GROUP]; /* per other member: the maximum so far it reads, or -1 */
   for (unsigned g = 0; g < ng; g++) {
-    reads_max[g] = -1;
     if (online[g] >= 0) continue;
-    const UOp *x = group[g]->src[0], *reads[MAX_GROUP];
-    unsigned nreads = 0;
-    if (!find_shadows(s, group[g], u, reads, &nreads, MAX_GROUP)) return fail(s, u, "out of memory");
+    const UOp *x = group[g]->src[0];
     if (!emit_value(s, x)) return false;
-    for (unsigned k = 0; k < nreads; k++)
-      for (unsigned h = 0; h < ng; h++)
-        if (group[h] == reads[k] && online[h] >= 0) reads_max[g] = (int)h;
     LLVMValueRef a = acc[g];
     if (reads_max[g] >= 0) { /* scaled to the new maximum; while it is -inf, every value read is -inf: none adds */
       LLVMValueRef f = scale[reads_max[g]];

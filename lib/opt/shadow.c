@@ -66,21 +66,14 @@ static const UOp *rw_divisor_out(Rewriter *rw, const UOp *root, const Binds *m) 
 /* The MAX REDUCE over one RANGE as long as j, free of j, that x reads
  * (not inside another REDUCE); any length when j is NULL; NULL when none. */
 static const UOp *max_read(Ctx *ctx, const UOp *x, const UOp *j) {
-  const UOp **nodes = NULL, *found = NULL;
-  size_t n = uop_toposort(ctx, x, &nodes);
-  unsigned char *own = n ? calloc(ctx->nnodes, 1) : NULL;
-  if (own) own[x->id] = 1;
-  for (size_t i = n; own && i-- > 0 && !found;) { /* users first */
-    const UOp *u = nodes[i];
-    if (!own[u->id]) continue;
-    if (u->op == UJ_OP_REDUCE) {
-      bool max = u->nsrc == 2 && !strcmp(u->name, "MAX") && (!j || (u->src[1] != j && u->src[1]->src[0] == j->src[0]));
-      if (max && (!j || !opt_contains(ctx, u, j))) found = u;
-      continue;
-    }
-    for (uint32_t k = 0; k < u->nsrc; k++) own[u->src[k]->id] = 1;
+  const UOp **read = NULL, *found = NULL;
+  size_t n = opt_reduces_read(ctx, x, false, &read);
+  for (size_t i = 0; i < n && !found; i++) {
+    const UOp *u = read[i];
+    bool max = u->nsrc == 2 && !strcmp(u->name, "MAX") && (!j || (u->src[1] != j && u->src[1]->src[0] == j->src[0]));
+    if (max && (!j || !opt_contains(ctx, u, j))) found = u;
   }
-  free(own), free(nodes);
+  free(read);
   return found;
 }
 

@@ -38,17 +38,18 @@ static bool is_costly(const UOp *u) {
 }
 
 /* Whether kernel computes a REDUCE or costly op in a loop over a RANGE
- * (more than one step) that it does not read; *ok false when out of
- * memory or the kernel has more RANGEs than fit a mask. */
+ * (more than one step) that it does not read (taken as so when the kernel
+ * has more RANGEs than fit a mask); *ok false when out of memory. */
 static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
   const UOp **nodes = NULL, *ranges[FUSE_MAX_RANGES];
   size_t n = uop_toposort(ctx, kernel, &nodes), nranges = 0;
   uint64_t *reads = n ? calloc(ctx->nnodes, sizeof *reads) : NULL, *inside = n ? calloc(ctx->nnodes, sizeof *inside) : NULL;
   *ok = reads && inside;
-  for (size_t i = 0; *ok && i < n; i++) {
+  bool again = false;
+  for (size_t i = 0; *ok && i < n && !again; i++) {
     const UOp *u = nodes[i];
     if (u->op == UJ_OP_RANGE) {
-      if (nranges == FUSE_MAX_RANGES) *ok = false;
+      if (nranges == FUSE_MAX_RANGES) again = true;
       else ranges[nranges] = u, reads[u->id] = 1ull << nranges++;
       continue;
     }
@@ -59,7 +60,7 @@ static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
     }
     reads[u->id] &= ~bound; /* a REDUCE's own RANGEs are bound in it */
   }
-  for (size_t i = n; *ok && i-- > 0;) { /* users first: the loops around each node */
+  for (size_t i = n; *ok && !again && i-- > 0;) { /* users first: the loops around each node */
     const UOp *u = nodes[i];
     uint64_t around = inside[u->id];
     if (u->op == UJ_OP_END) around |= reads[u->src[0]->id];
@@ -70,7 +71,6 @@ static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
       inside[u->src[k]->id] |= more;
     }
   }
-  bool again = false;
   for (size_t i = 0; *ok && i < n && !again; i++) {
     const UOp *u = nodes[i];
     if (!is_costly(u)) continue;
