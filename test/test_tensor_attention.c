@@ -62,6 +62,53 @@ static void check(uj_session *s, Rng *r, int64_t b, int64_t h, int64_t t, int64_
   free(hq), free(hk), free(hv), free(hm), free(want);
 }
 
+/* A causal self-attention block: x (t, c) projected to q, k, v, split in
+ * heads, attention, heads joined, projected out; in one graph. The
+ * attention is one kernel there too: the projections stay kernels of
+ * their own (q, k, v, k transposed, the attention, the output: 6). */
+static void check_block(uj_session *s, Rng *r, int64_t t, int64_t c, int64_t heads) {
+  int64_t d = c / heads;
+  double *hx, *hw[4];
+  uj_tensor *x = random_f32(s, r, SHAPE(t, c), -1, 1, false, &hx), *w[4], *proj[3];
+  for (int i = 0; i < 4; i++) w[i] = random_f32(s, r, SHAPE(c, c), -0.3, 0.3, false, &hw[i]);
+  for (int i = 0; i < 3; i++)
+    proj[i] = uj_tensor_transpose(uj_tensor_reshape(uj_tensor_matmul(x, w[i]), SHAPE(t, heads, d)), 0, 1);
+  float *m = malloc((size_t)(t * t) * sizeof *m);
+  double *hm = malloc((size_t)(t * t) * sizeof *hm);
+  for (int64_t i = 0; i < t * t; i++) hm[i] = m[i] = i % t > i / t ? -INFINITY : 0;
+  uj_tensor *scores = uj_tensor_binary(UJ_BIN_ADD, uj_tensor_binary_scalar(UJ_BIN_MUL, uj_tensor_matmul(proj[0],
+                                       uj_tensor_transpose(proj[1], -2, -1)), 1.0 / sqrt((double)d), false),
+                                       tf32(s, SHAPE(t, t), m));
+  uj_tensor *att = uj_tensor_matmul(uj_tensor_softmax(scores, -1), proj[2]);
+  uj_tensor *y = uj_tensor_matmul(uj_tensor_reshape(uj_tensor_transpose(att, 0, 1), SHAPE(t, c)), w[3]);
+  CHECK(uj_tensor_kernel_count(y) == 6, "attention block: %zu kernels, want 6", uj_tensor_kernel_count(y));
+  double *p[3], *heads_out = malloc((size_t)(t * c) * sizeof *heads_out), *want = malloc((size_t)(t * c) * sizeof *want);
+  for (int i = 0; i < 3; i++) { /* (heads, t, d) */
+    p[i] = malloc((size_t)(t * c) * sizeof *p[i]);
+    for (int64_t h = 0; h < heads; h++)
+      for (int64_t a = 0; a < t; a++)
+        for (int64_t e = 0; e < d; e++) {
+          double v = 0;
+          for (int64_t k = 0; k < c; k++) v += hx[a * c + k] * hw[i][k * c + h * d + e];
+          p[i][(h * t + a) * d + e] = v;
+        }
+  }
+  double *o = reference(p[0], p[1], p[2], hm, heads, t, d);
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t a = 0; a < t; a++)
+      for (int64_t e = 0; e < d; e++) heads_out[a * c + h * d + e] = o[(h * t + a) * d + e];
+  for (int64_t a = 0; a < t; a++)
+    for (int64_t e = 0; e < c; e++) {
+      double v = 0;
+      for (int64_t k = 0; k < c; k++) v += heads_out[a * c + k] * hw[3][k * c + e];
+      want[a * c + e] = v;
+    }
+  expect(s, y, SHAPE(t, c), want, ulps(64, 1e-5), "attention block");
+  for (int i = 0; i < 3; i++) free(p[i]);
+  for (int i = 0; i < 4; i++) free(hw[i]);
+  free(hx), free(m), free(hm), free(o), free(heads_out), free(want);
+}
+
 int main(void) {
   const char *err = NULL;
   uj_session *s = uj_session_new("CPU", &err);
@@ -72,6 +119,7 @@ int main(void) {
   check(s, &r, 1, 2, 48, 16, 1);
   check(s, &r, 1, 1, 33, 8, 2);
   check(s, &r, 1, 2, 32, 8, 2);
+  check_block(s, &r, 48, 64, 4);
   uj_session_free(s);
   return check_report("test_tensor_attention");
 }

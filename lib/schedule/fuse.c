@@ -1,26 +1,28 @@
-/* fuse.c — online fusion: a root whose graph holds a max that the
- * cutting rules give its own kernel (softmax's) is tried as one kernel,
- * and kept so when the optimized kernel computes nothing again for loops
- * it does not depend on (docs/schedule.md, "Online fusion").
+/* fuse.c — online fusion: a kernel that reduces after a softmax (attention's
+ * matmul with v) takes in the softmax's max, sum, quotient and scores,
+ * which the cutting rules gave kernels of their own, and keeps them when
+ * the optimized kernel computes nothing again for loops it does not
+ * depend on (docs/schedule.md, "Online fusion").
  *
- * In: the tensor graph (a SINK of roots) and the cuts find_cuts chose.
- * Out: those cuts, less the ones inside a root's graph that fused into
- * the root's kernel. A cut inside a root's graph may go only when all its
- * users are in that graph. The trial kernel is rangeified and shaped by
- * the heuristics (lib/opt: opt_shadow makes the sums that read the max
- * run over its RANGE, the renderer runs them in one loop as online
- * softmax); it is kept when no REDUCE and no costly op in it sits in a
- * loop, of more than one step, over a RANGE it does not read. So attention
- * softmax(q k^T) v is one kernel with no score matrix in memory, while a
- * softmax alone keeps its three kernels (its max would run again for
- * every element of a row). A kept kernel that gathers an input reads it
- * through a transposed copy instead (stage_gathered): the root is then a
- * new node, replaced in the SINK. */
+ * In: the tensor graph (a SINK of roots), the cuts find_cuts chose, and the
+ * tables by node id (cut, into). Out: those cuts less the ones taken into
+ * a kernel. Cut nodes are tried sources first; a try's set is the cut max,
+ * the cuts above it and the cuts its kernel reads (online_set), taken when
+ * nothing they compute is read from outside the kernel. The trial kernel
+ * (trial_kernel: the other cuts read as placeholder buffers) is
+ * rangeified and shaped by the heuristics (lib/opt: opt_shadow makes the
+ * sums that read the max run over its RANGE, the renderer runs them in one
+ * loop as online softmax); it is kept when no REDUCE and no costly op in
+ * it sits in a loop, of more than one step, over a RANGE it does not read.
+ * A kept kernel that gathers an input reads it through a transposed copy
+ * (stage_gathered): the node is then replaced in the SINK by a new one,
+ * and its users, rebuilt, keep their cut and into (follow). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "opt/graph.h"
 #include "symbolic/symbolic.h"
+#include "uop/movement.h"
 
 #include "opt/opt.h"
 #include "schedule/rangeify.h"
@@ -118,7 +120,8 @@ static const UOp *stage_gathered(Ctx *ctx, const UOp *root, const UOp *k, const 
   for (size_t i = 0; i < n && nswap < 8; i++) {
     int64_t stride = 0, slot = gather_slot(ctx, nodes[i], &stride);
     const UOp *buffer = slot >= 1 && (size_t)slot <= ninputs ? inputs[slot - 1] : NULL, **cone = NULL, *view = NULL;
-    size_t m = buffer ? uop_toposort(ctx, root, &cone) : 0;
+    if (buffer && buffer->ints[0] < 0) view = ctx->nodes[-1 - buffer->ints[0]]; /* a cut node's (trial_kernel) */
+    size_t m = buffer && !view ? uop_toposort(ctx, root, &cone) : 0;
     for (size_t c = 0; c < m && !view; c++)
       if (schedule_view_buffer(cone[c]) == buffer) view = cone[c];
     free(cone);
@@ -147,19 +150,46 @@ static const UOp *stage_gathered(Ctx *ctx, const UOp *root, const UOp *k, const 
 }
 
 /* Whether root's graph fuses into one kernel that recomputes nothing. */
-/* root's graph as one kernel, when it recomputes nothing (with the
- * inputs it gathers from staged: stage_gathered); else NULL (*ok false
- * when out of memory). */
-static const UOp *fused_root(Ctx *ctx, const UOp *root, const ScheduleTarget *t, bool *ok) {
-  const UOp **inputs = NULL;
-  size_t ninputs = 0;
-  const UOp *k = rangeify_kernel(ctx, root, t->index_bits, &inputs, &ninputs);
+/* The kernel of node top with the nodes cut[] marks (other than top)
+ * read as buffers (placeholder BUFFERs, id -1 - node id: stage_gathered
+ * maps them back), rangeified and shaped by the heuristics; *inputs: its
+ * input BUFFERs (malloc'd). */
+typedef struct Trial {
+  Ctx *ctx;
+  const unsigned char *cut;
+  const UOp *top;
+  const char *device;
+} Trial;
+
+static const UOp *as_buffer(void *user, const UOp *u, const UOp *rebuilt) {
+  const Trial *t = user;
+  if (u == t->top || !t->cut[u->id] || schedule_view_buffer(u)) return rebuilt;
+  int64_t arg[2] = {-1 - (int64_t)u->id, shape_numel(u->shape, u->ndim)};
+  DType p = uj_dtype_ptr((uj_scalar)u->dtype.scalar, u->dtype.lanes, UJ_AS_GLOBAL);
+  const UOp *b = uop_new(t->ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){t->device, arg, 2});
+  return b ? uop_new(t->ctx, UJ_OP_RESHAPE, u->dtype, &b, 1, (Arg){NULL, u->shape, u->ndim}) : NULL;
+}
+
+static const UOp *trial_kernel(Ctx *ctx, const UOp *top, const unsigned char *cut, const ScheduleTarget *t,
+                               const UOp ***inputs, size_t *ninputs) {
+  Trial tr = {ctx, cut, top, ctx_intern_string(ctx, t->device, strlen(t->device))};
+  const UOp *x = graph_substitute(ctx, top, as_buffer, &tr);
+  const UOp *k = x ? rangeify_kernel(ctx, x, t->index_bits, inputs, ninputs) : NULL;
   OptConfig heuristics = {0};
-  k = k ? opt_apply(ctx, k, &t->opt, &heuristics) : NULL;
-  *ok = k != NULL;
-  const UOp *fused = k && !recomputes(ctx, k, ok) && *ok ? stage_gathered(ctx, root, k, inputs, ninputs) : NULL;
-  free(inputs);
-  return fused;
+  return k ? opt_apply(ctx, k, &t->opt, &heuristics) : NULL;
+}
+
+/* Marks in region[] the nodes of top's kernel: reached from top without
+ * passing a cut node other than top (the cut nodes at its edge marked too). */
+static void mark_region(const UOp *top, const unsigned char *cut, unsigned char *region, const UOp **stack) {
+  size_t sp = 0;
+  stack[sp++] = top, region[top->id] = 1;
+  while (sp > 0) {
+    const UOp *u = stack[--sp];
+    if (u != top && cut[u->id]) continue;
+    for (uint32_t k = 0; k < u->nsrc; k++)
+      if (!region[u->src[k]->id]) region[u->src[k]->id] = 1, stack[sp++] = u->src[k];
+  }
 }
 
 /* Room for the nodes made since the tables were sized: zeroed entries. */
@@ -175,42 +205,103 @@ static bool grow_tables(Ctx *ctx, size_t *size, unsigned char **cut, const UOp *
   return true;
 }
 
-bool schedule_fuse_online(Ctx *ctx, const UOp **sink_io, unsigned char **cut_io, const UOp ***into_io, const ScheduleTarget *t) {
-  const UOp *sink = *sink_io, **all = NULL, **cone = NULL;
-  size_t n = uop_toposort(ctx, sink, &all), size = ctx->nnodes;
-  unsigned char *in = n ? calloc(ctx->nnodes, 1) : NULL;
-  bool ok = in != NULL;
-  for (uint32_t r = 0; ok && r < sink->nsrc; r++) {
-    unsigned char *cut = *cut_io;
-    const UOp *root = sink->src[r];
-    size_t m = uop_toposort(ctx, root, &cone);
-    ok = m > 0;
-    bool max = false, alone = true;
-    for (size_t i = 0; ok && i < m; i++) in[cone[i]->id] = 1, max |= is_max(cone[i]) && cut[cone[i]->id];
-    for (size_t i = 0; ok && max && i < n && alone; i++) /* a cut used outside root's graph stays */
-      for (uint32_t k = 0; k < all[i]->nsrc && alone; k++)
-        alone = !(cut[all[i]->src[k]->id] && in[all[i]->src[k]->id] && all[i]->src[k] != root && (!in[all[i]->id] || all[i] == sink));
-    const UOp *fused = ok && max && alone ? fused_root(ctx, root, t, &ok) : NULL;
-    for (size_t i = 0; fused && i < m; i++) cut[cone[i]->id] = cone[i] == root ? cut[root->id] : 0;
-    for (size_t i = 0; i < m; i++) in[cone[i]->id] = 0;
-    free(cone), cone = NULL;
-    if (fused && fused != root) { /* the root reads a staged copy: a new node, in the sink and the tables */
-      const UOp **src = malloc(sink->nsrc * sizeof *src);
-      ok = src && grow_tables(ctx, &size, cut_io, into_io);
-      if (ok) {
-        memcpy(src, sink->src, sink->nsrc * sizeof *src);
-        src[r] = fused;
-        (*cut_io)[fused->id] = (*cut_io)[root->id], (*into_io)[fused->id] = (*into_io)[root->id];
-        sink = uop_replace_src(ctx, sink, src, sink->nsrc);
-        ok = sink && grow_tables(ctx, &size, cut_io, into_io);
-      }
-      free(src);
-      unsigned char *grown = ok ? realloc(in, ctx->nnodes) : NULL;
-      if (grown) in = grown, memset(in, 0, ctx->nnodes);
-      ok = ok && grown;
-    }
+/* A substitution of one node whose rebuilt users take their originals'
+ * cut and into (tables by node id, grown as nodes are made). */
+typedef struct Follow {
+  Ctx *ctx;
+  const UOp *from, *to;
+  unsigned char **cut;
+  const UOp ***into;
+  size_t *size;
+  bool ok;
+} Follow;
+
+static const UOp *follow(void *user, const UOp *u, const UOp *rebuilt) {
+  Follow *f = user;
+  const UOp *out = u == f->from ? f->to : rebuilt;
+  if (out != u && out && (f->ok = f->ok && grow_tables(f->ctx, f->size, f->cut, f->into)))
+    (*f->cut)[out->id] = (*f->cut)[u->id], (*f->into)[out->id] = (*f->into)[u->id];
+  return out;
+}
+
+/* The set of cuts a try takes into top's kernel, marked in set[]: for each
+ * cut max M in top's graph, the cuts whose graph holds M (the softmax
+ * between M and top: its quotient, its sum), M, and the cuts M's own
+ * kernel reads (its scores); not top, not roots. false when there is none,
+ * or when top's kernel reduces nothing of its own (top is the softmax
+ * itself, not a matmul after it: it would still write the T·T matrix). */
+static bool online_set(Ctx *ctx, const UOp *top, const UOp *const *cone, size_t m, const unsigned char *cut,
+                       const unsigned char *root, unsigned char *set, unsigned char *region, const UOp **stack) {
+  bool any = false, reduces = false;
+  for (size_t c = 0; c < m; c++) region[cone[c]->id] = 0;
+  mark_region(top, cut, region, stack);
+  for (size_t c = 0; c < m; c++) reduces |= region[cone[c]->id] && cone[c]->op == UJ_OP_REDUCE && (cone[c] == top || !cut[cone[c]->id]);
+  for (size_t i = 0; reduces && i < m; i++) {
+    const UOp *max = cone[i];
+    if (max == top || !is_max(max) || !cut[max->id]) continue;
+    set[max->id] = 1, any = true;
+    for (size_t c = 0; c < m; c++) /* cuts above M */
+      if (cone[c] != top && cut[cone[c]->id] && cone[c] != max && opt_contains(ctx, cone[c], max)) set[cone[c]->id] = 1;
+    for (size_t c = 0; c < m; c++) region[cone[c]->id] = 0;
+    mark_region(max, cut, region, stack); /* cuts at the edge of M's kernel */
+    for (size_t c = 0; c < m; c++)
+      if (cone[c] != max && region[cone[c]->id] && cut[cone[c]->id] && !schedule_view_buffer(cone[c])) set[cone[c]->id] = 1;
   }
-  free(all), free(in);
+  for (size_t i = 0; i < m; i++)
+    if (root[cone[i]->id] && cone[i] != top) set[cone[i]->id] = 0;
+  return any;
+}
+
+bool schedule_fuse_online(Ctx *ctx, const UOp **sink_io, unsigned char **cut_io, const UOp ***into_io, const ScheduleTarget *t) {
+  const UOp *sink = *sink_io, **all = NULL;
+  size_t n = uop_toposort(ctx, sink, &all), size = ctx->nnodes, cap = 0;
+  unsigned char *set = NULL, *region = NULL, *root = NULL;
+  const UOp **stack = NULL;
+  bool ok = n > 0;
+  for (size_t i = 0; ok && i < n; i++) { /* sources first: a softmax joins the nearest kernel that can take it */
+    const UOp *top = all[i], **cone = NULL;
+    if (ctx->nnodes > cap) { /* by node id, for the nodes made so far (tries make more) */
+      free(set), free(region), free(root), free(stack);
+      cap = ctx->nnodes;
+      set = calloc(cap, 1), region = calloc(cap, 1), root = calloc(cap, 1), stack = malloc(cap * sizeof *stack);
+      ok = set && region && root && stack;
+      for (uint32_t r = 0; ok && r < sink->nsrc; r++) root[sink->src[r]->id] = 1;
+    }
+    if (!ok || top == sink || !(*cut_io)[top->id]) continue;
+    size_t m = uop_toposort(ctx, top, &cone);
+    ok = m > 0;
+    unsigned char *cut = *cut_io;
+    bool any = ok && online_set(ctx, top, cone, m, cut, root, set, region, stack);
+    for (size_t c = 0; any && c < m; c++) cut[cone[c]->id] &= !set[cone[c]->id];
+    bool alone = any; /* nothing computed in top's kernel now is read from outside it (but top) */
+    if (alone) memset(region, 0, cap), mark_region(top, cut, region, stack);
+    for (size_t u = 0; alone && u < n; u++)
+      for (uint32_t k = 0; k < all[u]->nsrc && alone; k++) {
+        const UOp *x = all[u]->src[k];
+        alone = !(region[x->id] && x != top && !cut[x->id] && (!region[all[u]->id] || all[u] == sink));
+      }
+    const UOp **inputs = NULL, *kernel = NULL, *staged = NULL;
+    size_t ninputs = 0;
+    if (alone) kernel = trial_kernel(ctx, top, cut, t, &inputs, &ninputs), ok = kernel != NULL;
+    bool keep = kernel && !recomputes(ctx, kernel, &ok) && ok;
+    if (keep) staged = stage_gathered(ctx, top, kernel, inputs, ninputs), ok = staged != NULL;
+    free(inputs);
+    for (size_t c = 0; c < m; c++) { /* a try not kept puts its cuts back */
+      if (any && !keep) cut[cone[c]->id] |= set[cone[c]->id];
+      set[cone[c]->id] = 0;
+    }
+    free(cone);
+    if (!ok || !keep || staged == top) continue;
+    /* top reads a staged copy: a new node in place of top; its users are rebuilt, their cut and into follow */
+    Follow f = {ctx, top, staged, cut_io, into_io, &size, true};
+    sink = graph_substitute(ctx, sink, follow, &f);
+    ok = sink && f.ok;
+    free(all), all = NULL;
+    n = ok ? uop_toposort(ctx, sink, &all) : 0;
+    ok = ok && n > 0 && grow_tables(ctx, &size, cut_io, into_io);
+    for (i = 0; ok && i < n && all[i] != staged; i++) {} /* go on above the new node */
+  }
+  free(all), free(set), free(region), free(root), free(stack);
   if (!ok && !ctx->error[0]) ctx_set_error(ctx, "schedule: out of memory");
   *sink_io = sink;
   return ok;
