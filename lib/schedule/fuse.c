@@ -32,13 +32,6 @@ enum { FUSE_MAX_RANGES = 64 };
 
 static bool is_max(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1 && !strcmp(u->name, "MAX"); }
 
-static bool is_costly(const UOp *u) {
-  switch (u->op) {
-  case UJ_OP_EXP2: case UJ_OP_LOG2: case UJ_OP_SIN: case UJ_OP_SQRT: case UJ_OP_RECIP: case UJ_OP_FDIV: return true;
-  default: return u->op == UJ_OP_REDUCE;
-  }
-}
-
 /* Whether kernel computes a REDUCE or costly op in a loop over a RANGE
  * (more than one step) that it does not read (taken as so when the kernel
  * has more RANGEs than fit a mask); *ok false when out of memory. */
@@ -75,7 +68,7 @@ static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
   }
   for (size_t i = 0; *ok && i < n && !again; i++) {
     const UOp *u = nodes[i];
-    if (!is_costly(u)) continue;
+    if (u->op != UJ_OP_REDUCE && !schedule_is_costly(u)) continue;
     uint64_t own = 0;
     for (uint32_t k = 1; u->op == UJ_OP_REDUCE && k < u->nsrc; k++) own |= reads[u->src[k]->id];
     uint64_t idle = inside[u->id] & ~own & ~reads[u->id];

@@ -37,11 +37,7 @@ const UOp *schedule_view_buffer(const UOp *view) {
 
 static bool is_tensor_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1; }
 
-/* An op that costs tens of instructions an element (a transcendental, a
- * division): fused where it is broadcast, it would run again for every
- * element it is broadcast to (softmax's quotient before a matmul: 64 times
- * an element for attention's d = 64). */
-static bool is_costly(const UOp *u) {
+bool schedule_is_costly(const UOp *u) {
   switch (u->op) {
   case UJ_OP_EXP2: case UJ_OP_LOG2: case UJ_OP_SIN: case UJ_OP_SQRT: case UJ_OP_RECIP: case UJ_OP_FDIV: return true;
   default: return false;
@@ -50,7 +46,7 @@ static bool is_costly(const UOp *u) {
 
 /* Users before sources: a node is broadcast when an EXPAND reads it, or
  * a node that is broadcast and not cut does. A broadcast REDUCE is cut,
- * and so is a broadcast costly op (is_costly). Then sources first: a node
+ * and so is a broadcast costly op (schedule_is_costly). Then sources first: a node
  * holding a REDUCE that is not cut, read by two nodes, is cut (attention's
  * scaled scores: their max and their exp would each compute them). bcast
  * bit 1: broadcast; bit 2: holds a REDUCE not cut. */
@@ -75,7 +71,7 @@ static unsigned char *find_cuts(Ctx *ctx, const UOp *sink, const UOp *const *int
   }
   for (size_t k = n; k-- > 0;) {
     const UOp *u = nodes[k];
-    if ((is_tensor_reduce(u) || is_costly(u)) && bcast[u->id]) cut[u->id] = 1;
+    if ((is_tensor_reduce(u) || schedule_is_costly(u)) && bcast[u->id]) cut[u->id] = 1;
     for (uint32_t i = 0; u != sink && i < u->nsrc; i++)
       bcast[u->src[i]->id] |= u->op == UJ_OP_EXPAND || (bcast[u->id] && !cut[u->id]); /* bit 1 only so far */
   }

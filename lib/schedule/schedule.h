@@ -82,6 +82,12 @@ void schedule_free(Schedule *s);
 /* The BUFFER a view made by the scheduler (RESHAPE of a BUFFER) reads. */
 const UOp *schedule_view_buffer(const UOp *view);
 
+/* An op that costs tens of instructions an element (a transcendental, a
+ * division): fused where it is broadcast, it would run again for every
+ * element it is broadcast to (softmax's quotient before a matmul: 64 times
+ * an element for attention's d = 64). For the cuts and fuse.c. */
+bool schedule_is_costly(const UOp *u);
+
 /* ---- fuse.c, for schedule_make ---- */
 /* Clears the cuts (by node id) inside a root's graph that holds a cut max
  * when the root's graph as one kernel recomputes nothing (online softmax:
