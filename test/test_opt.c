@@ -133,6 +133,10 @@ static void test_gemm_ir(Ctx *ctx) {
   char load[64], fma[64];
   snprintf(load, sizeof load, "load <%u x float>", lanes), snprintf(fma, sizeof fma, "@llvm.fma.v%uf32(<%u x float>", lanes, lanes);
   CHECK(ir && strstr(ir, load) && strstr(ir, fma), "1024x1024 GEMM: %s, %s:\n%s", load, fma, ir ? ir : uj_error(ctx));
+  /* the block's next row of a: row 0's address and a constant 4 KiB
+   * (codegen/offsets.h), not an address of its own computed each step */
+  CHECK(ir && strstr(ir, "getelementptr nusw i8, ptr") && strstr(ir, ", i64 4096\n"),
+        "1024x1024 GEMM: a's rows as constant offsets of one address:\n%s", ir ? ir : "");
   free(ir);
 }
 

@@ -11,6 +11,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "llvm/pipeline.h"
+#include "codegen/offsets.h"
 #include "codegen/transcendental.h"
 #include "llvm/render.h"
 #include "symbolic/symbolic.h"
@@ -219,6 +220,7 @@ static bool optimize(Ctx *ctx, LLVMModuleRef mod, const PipelineRequest *req) {
  * before the lowering, their rescales lowered with it). */
 static const UOp *lower_kernel(Ctx *ctx, const UOp *kernel, const Target *t, OnlineMax **online, size_t *nonline) {
   const UOp *k = symbolic_simplify(ctx, kernel);
+  if (k) k = offsets_split(ctx, k);
   if (k && !online_find(ctx, k, online, nonline)) return NULL;
   unsigned lower = TARGET_ALL_FLOATS & ~target_hooks[t->kind].libm_scalars;
   for (size_t i = 0; k && lower && i < *nonline; i++)

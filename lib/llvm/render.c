@@ -104,7 +104,21 @@ static void emit_index(State *s, const UOp *u) {
   if (dt_bits(u->src[1]->dtype) < 64) idx = sign ? LLVMBuildSExt(B, idx, i64, "") : LLVMBuildZExt(B, idx, i64, "");
   if (elem.lanes > 1) idx = LLVMBuildMul(B, idx, LLVMConstInt(i64, elem.lanes, 0), "");
   LLVMTypeRef scalar = render_mem_type(&s->r, dt_lane(elem));
-  LLVMValueRef p = LLVMBuildInBoundsGEP2(B, scalar, s->val[u->src[0]->id], &idx, 1, "");
+  LLVMValueRef p;
+  const UOp *i = u->src[1];
+  if (i->op == UJ_OP_ADD && i->src[1]->op == UJ_OP_CONST) {
+    /* e + k (codegen/offsets.h): the constant as a GEP of its own, last;
+     * e alone may point outside the buffer, so neither is inbounds */
+    LLVMValueRef e = s->val[i->src[0]->id];
+    int64_t k = (int64_t)uop_const_value(i->src[1]) * elem.lanes;
+    if (dt_bits(i->dtype) < 64) e = sign ? LLVMBuildSExt(B, e, i64, "") : LLVMBuildZExt(B, e, i64, "");
+    if (elem.lanes > 1) e = LLVMBuildMul(B, e, LLVMConstInt(i64, elem.lanes, 0), "");
+    LLVMValueRef kv = LLVMConstInt(i64, (unsigned long long)k, 1);
+    p = LLVMBuildGEPWithNoWrapFlags(B, scalar, s->val[u->src[0]->id], &e, 1, "", LLVMGEPFlagNUSW);
+    p = LLVMBuildGEPWithNoWrapFlags(B, scalar, p, &kv, 1, "", LLVMGEPFlagNUSW);
+  } else {
+    p = LLVMBuildInBoundsGEP2(B, scalar, s->val[u->src[0]->id], &idx, 1, "");
+  }
   LLVMValueRef g = s->gate[u->src[0]->id];
   if (u->nsrc == 3) g = g ? LLVMBuildAnd(B, g, s->val[u->src[2]->id], "") : s->val[u->src[2]->id];
   set_value(s, u, p, g);
