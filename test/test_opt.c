@@ -40,31 +40,34 @@ static unsigned char *fill(DType d, size_t count, int seed) {
   return p;
 }
 
-/* up, an optimized k (a gemm_sized kernel of dtype d): the JIT on up
- * agrees with the evaluator on it, and the evaluator on up with the
- * evaluator on k, bit for bit. */
+/* up, an optimized k: the JIT on up agrees with the evaluator on it, and
+ * the evaluator on up with the evaluator on k, bit for bit, on buffers b
+ * (slot 0 the output); frees b's memory. */
+static void check_same_buffers(Ctx *ctx, const UOp *k, const UOp *up, JitBuffers *b, const char *what) {
+  if (up) {
+    jit_vs_eval(ctx, up, b, NULL, NULL, 0, 0, what); /* the JIT on the optimized kernel, the evaluator on it */
+    size_t bytes = b->count[0] * elem_bytes(b->dtype[0]);
+    unsigned char *want = malloc(bytes), *got = malloc(bytes);
+    memcpy(want, b->init[0], bytes), memcpy(got, b->init[0], bytes);
+    for (int pass = 0; pass < 2; pass++) {
+      Eval *ev = eval_new(ctx);
+      eval_bind_param(ev, 0, pass ? got : want, bytes);
+      for (int s = 1; s < b->n; s++) eval_bind_param(ev, s, b->init[s], b->count[s] * elem_bytes(b->dtype[s]));
+      CHECK(eval_run(ev, pass ? up : k), "%s: %s", what, uj_error(ctx));
+      eval_free(ev);
+    }
+    CHECK(!memcmp(want, got, bytes), "%s: the optimized kernel computes what the original did, bit for bit", what);
+    free(want), free(got);
+  }
+  for (int s = 0; s < b->n; s++) free(b->init[s]);
+}
+
+/* check_same_buffers for a gemm_sized kernel of dtype d */
 static void check_same(Ctx *ctx, const UOp *k, const UOp *up, DType d, int64_t rows, int64_t depth, int64_t n, const char *what) {
-  if (!up) return;
   size_t out = (size_t)(rows * n);
   JitBuffers b = {4, {d, d, d, d}, {out, (size_t)(rows * depth), (size_t)(depth * n), (size_t)n},
                   {fill(d, out, 0), fill(d, (size_t)(rows * depth), 1), fill(d, (size_t)(depth * n), 2), fill(d, (size_t)n, 3)}};
-  jit_vs_eval(ctx, up, &b, NULL, NULL, 0, 0, what); /* the JIT on the optimized kernel, the evaluator on it */
-  size_t bytes = out * elem_bytes(d);
-  unsigned char *want = malloc(bytes), *got = malloc(bytes);
-  memcpy(want, b.init[0], bytes), memcpy(got, b.init[0], bytes);
-  Eval *ev = eval_new(ctx);
-  eval_bind_param(ev, 0, want, bytes);
-  for (int s = 1; s < 4; s++) eval_bind_param(ev, s, b.init[s], b.count[s] * elem_bytes(d));
-  CHECK(eval_run(ev, k), "%s: %s", what, uj_error(ctx));
-  eval_free(ev);
-  ev = eval_new(ctx);
-  eval_bind_param(ev, 0, got, bytes);
-  for (int s = 1; s < 4; s++) eval_bind_param(ev, s, b.init[s], b.count[s] * elem_bytes(d));
-  CHECK(eval_run(ev, up), "%s: %s", what, uj_error(ctx));
-  eval_free(ev);
-  CHECK(!memcmp(want, got, bytes), "%s: the optimized kernel computes what the original did, bit for bit", what);
-  free(want), free(got);
-  for (int s = 0; s < 4; s++) free(b.init[s]);
+  check_same_buffers(ctx, k, up, &b, what);
 }
 
 /* lanes: those of the block's vector REDUCEs (one register of a row)
@@ -194,14 +197,63 @@ static void test_tile(Ctx *ctx) {
   for (int x = 0; x < 3; x++) free(b.init[x]);
 }
 
-/* Forced configs (opt_apply) do what they say; ones a kernel cannot
- * take leave it alone; random ones compute what the kernel did. */
+/* How many times what occurs in text. */
 static int count_of(const char *text, const char *what) {
   int n = 0;
   for (const char *at = text; at && (at = strstr(at, what)) != NULL; at++) n++;
   return n;
 }
 
+/* A convolution (rangeify's form): out[n, o, y, x] = Σ_{c,u,v} w[o, c, u, v]
+ * · in[n, c, y + u, x + v], the input padded already (the scheduler's
+ * copy); o output channels, x of 6 columns. */
+static const char *conv_sized(int64_t o) {
+  static char buf[2048];
+  snprintf(buf, sizeof buf,
+           "%%n = (RANGE loop 0 (CONST:int64 2))\n%%o = (RANGE loop 1 (CONST:int64 %lld))\n"
+           "%%y = (RANGE loop 2 (CONST:int64 3))\n%%x = (RANGE loop 3 (CONST:int64 6))\n"
+           "%%c = (RANGE reduce 4 (CONST:int64 8))\n%%u = (RANGE reduce 5 (CONST:int64 3))\n%%v = (RANGE reduce 6 (CONST:int64 3))\n"
+           "%%w = (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%o (CONST:int64 72)) (ADD (MUL %%c (CONST:int64 9)) (ADD (MUL %%u (CONST:int64 3)) %%v)))))\n"
+           "%%i = (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %%n (CONST:int64 320)) (ADD (MUL %%c (CONST:int64 40)) (ADD (MUL (ADD %%y %%u) (CONST:int64 8)) (ADD %%x %%v))))))\n"
+           "(SINK (END %%n (END %%o (END %%y (END %%x (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %%n (CONST:int64 %lld)) "
+           "(ADD (MUL %%o (CONST:int64 18)) (ADD (MUL %%y (CONST:int64 6)) %%x)))) (REDUCE ADD (MUL %%w %%i) %%c %%u %%v)))))))",
+           (long long)o, (long long)(o * 18));
+  return buf;
+}
+
+/* Reorder (reorder.c) and the whole staged panel (tile.c): a convolution's
+ * output channels, which two registers divide (x does not), become the
+ * columns, x the rows; its weights, strided along the channels, are
+ * staged once inside n for every column block. Bit for bit the kernel
+ * before; reorder = off leaves x the columns. */
+static void check_conv(Ctx *ctx, int64_t o, unsigned vector_bytes, const OptConfig *c, int vectors, const char *vec,
+                       bool staged, const char *what) {
+  const UOp *k = uj_parse(ctx, conv_sized(o), what);
+  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = vector_bytes}, c) : NULL;
+  char *text = up ? uj_print(ctx, up) : NULL;
+  /* the nest after a whole panel: END(n, fill, END(y, END(x', END(o', block)))) */
+  const UOp *n = up ? up->src[0] : NULL;
+  bool fill_in_n = n && n->op == UJ_OP_END && n->nsrc == 3 && n->src[2]->op == UJ_OP_END && n->src[2]->src[0]->src[0]->vmin == 3;
+  CHECK(text && count_of(text, vec) == vectors && (strstr(text, "ALLOC") != NULL) == staged && fill_in_n == staged,
+        "%s: %d x %s, %s:\n%s", what, vectors, vec, staged ? "the panel staged once inside n" : "not staged",
+        text ? text : uj_error(ctx));
+  free(text);
+  DType f = dt_scalar(UJ_FLOAT32);
+  size_t out = (size_t)(2 * o * 18), weights = (size_t)(o * 72), input = 2 * 320;
+  JitBuffers b = {3, {f, f, f}, {out, weights, input}, {fill(f, out, 0), fill(f, weights, 1), fill(f, input, 2)}};
+  check_same_buffers(ctx, k, up, &b, what);
+}
+
+static void test_conv(Ctx *ctx) {
+  check_conv(ctx, 16, 16, &(OptConfig){0}, 4, "REDUCE:float32x4 ", true, "16 channels, SSE: 2 rows of x x 2 registers of channels");
+  check_conv(ctx, 64, 64, &(OptConfig){0}, 4, "REDUCE:float32x16 ", true, "64 channels, AVX-512: 2 rows x 2 registers");
+  check_conv(ctx, 16, 16, &(OptConfig){.reorder = OPT_OFF}, 0, "REDUCE:float32x4 ", false, "reorder off: x stays the columns");
+  check_conv(ctx, 16, 16, &(OptConfig){.stage = OPT_OFF}, 4, "REDUCE:float32x4 ", false, "reordered, not staged");
+  check_conv(ctx, 12, 16, &(OptConfig){0}, 0, "REDUCE:float32x4 ", false, "12 channels: 2 registers do not divide them");
+}
+
+/* Forced configs (opt_apply) do what they say; ones a kernel cannot
+ * take leave it alone; random ones compute what the kernel did. */
 static void check_config(Ctx *ctx, const OptConfig *c, int vectors, const char *vec, bool tiled, bool staged, bool global,
                          const char *what) {
   const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", 64, 64, 64), what);
@@ -257,6 +309,7 @@ int main(void) {
   test_tile(ctx);
   test_config(ctx);
   test_gemm_ir(ctx);
+  test_conv(ctx);
   test_no_wrap(ctx);
   uj_ctx_free(ctx);
   return check_report("test_opt");

@@ -9,6 +9,7 @@
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *c) {
   const UOp *k = kernel ? opt_shadow(ctx, kernel) : NULL;
   k = k && c->lanes != OPT_OFF ? opt_lanes(ctx, k) : k;
+  k = k ? opt_reorder(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_upcast(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_tile(ctx, k, c) : NULL;
   k = k ? opt_parallel(ctx, k, c->parallel) : NULL;
@@ -32,6 +33,7 @@ OptConfig opt_config_random(uint64_t seed) {
   c.tile = tiles[splitmix(&s) % (sizeof tiles / sizeof *tiles)];
   c.stage = (OptSwitch)(splitmix(&s) % 3);
   c.parallel = (OptSwitch)(splitmix(&s) % 3);
+  c.reorder = (OptSwitch)(splitmix(&s) % 3);
   return c;
 }
 

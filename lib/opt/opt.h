@@ -2,6 +2,8 @@
  * kernel's RANGEs chosen by heuristics. The passes, in order:
  *
  *   lanes.c     long reductions in vector lanes (lanes.h)
+ *   reorder.c   an output loop that blocks into two vector registers
+ *               moved innermost (a convolution's output channels)
  *   upcast.c    the innermost output loop of a reducing kernel is split
  *               into U lanes, its REDUCEs into one vector REDUCE each
  *               (register blocking: a GEMM computes U outputs per pass)
@@ -43,6 +45,7 @@ typedef struct OptConfig {
   unsigned tile;      /* tile: row blocks a tile; 1: no tiles */
   OptSwitch stage;    /* tile: the panel staged in an ALLOC */
   OptSwitch parallel; /* the outer loop on threads */
+  OptSwitch reorder;  /* an output loop two registers divide moved innermost (reorder.c) */
 } OptConfig;
 
 /* A search for the config of each kernel (lib/runtime/beam.c, UJ_BEAM:
@@ -62,6 +65,10 @@ OptConfig opt_config_random(uint64_t seed);
 /* kernel shaped for t by config (opt.c runs the passes in order). */
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *config);
 
+/* A staged panel (tile.c) takes at most half the CPU's 1 MiB of kernel
+ * stack (docs/semantics.md, ALLOC). */
+enum { OPT_PANEL_MAX_BYTES = 512 << 10 };
+const UOp *opt_reorder(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
 const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
 /* A sum reading a max over a RANGE as long as its own reduces over the
  * max's RANGE, divisors free of a sum's RANGEs taken out of it: flash

@@ -41,7 +41,7 @@ enum { TILE_MAX_BLOCKS = 16, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_
 /* The staged panel: at most 64 loads a step (2 AVX-512 registers of
  * int8), at most half the CPU's 1 MiB of kernel stack (docs/semantics.md,
  * ALLOC): k <= 4096 for 32 float32 columns. */
-enum { TILE_MAX_PANEL = 64, TILE_MAX_PANEL_BYTES = 512 << 10 };
+enum { TILE_MAX_PANEL = 64, TILE_MAX_REDUCE_RANGES = 8 };
 
 static int64_t const_bound(const UOp *r) {
   const UOp *b = r->op == UJ_OP_RANGE ? r->src[0] : NULL;
@@ -70,70 +70,109 @@ static const UOp *substitute(Ctx *ctx, const UOp *x, const UOp *from, const UOp 
 }
 
 /* The panel: the distinct loads of the block that vary along the
- * reduction k and the columns j but not along the rows (i); each one
- * REDUCE's only range is k; *w: the REDUCEs' lanes (a register), which
- * must divide their count. 0 when the block is not that or has more
- * than max of them. */
-static size_t panel_loads(Ctx *ctx, const UOp *block, const UOp *i, const UOp *j, const UOp **k, unsigned *w, const UOp **out,
-                          size_t max) {
+ * reduction (its RANGEs k[0..*nk), the same for every REDUCE) and the
+ * columns j but not along the rows (i); *w: the REDUCEs' lanes (a
+ * register), which must divide their count. 0 when the block is not that
+ * or has more than max of them. */
+static size_t panel_loads(Ctx *ctx, const UOp *block, const UOp *i, const UOp *j, const UOp **k, size_t *nk, unsigned *w,
+                          const UOp **out, size_t max) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, block, &nodes), m = 0;
   bool ok = n > 0;
-  *k = NULL, *w = 0;
+  *nk = 0, *w = 0;
   for (size_t x = 0; ok && x < n; x++) {
     const UOp *u = nodes[x];
-    if (u->op == UJ_OP_REDUCE) ok = u->nsrc == 2 && (!*k || *k == u->src[1]), *k = u->src[1], *w = u->dtype.lanes;
     if (u->op == UJ_OP_ALLOC) ok = false; /* staged already */
+    if (u->op != UJ_OP_REDUCE) continue;
+    if (*nk) {
+      ok = u->nsrc - 1 == *nk;
+      for (size_t r = 0; ok && r < *nk; r++) ok = k[r] == u->src[1 + r];
+    } else {
+      ok = u->nsrc - 1 <= TILE_MAX_REDUCE_RANGES;
+      for (size_t r = 0; ok && r + 1 < u->nsrc; r++) k[r] = u->src[1 + r];
+      *nk = ok ? u->nsrc - 1 : 0;
+    }
+    *w = u->dtype.lanes;
   }
-  for (size_t x = 0; ok && *k && x < n; x++) {
+  for (size_t x = 0; ok && *nk && x < n; x++) {
     const UOp *u = nodes[x], *idx = u->op == UJ_OP_LOAD ? u->src[0] : NULL;
-    if (!idx || idx->op != UJ_OP_INDEX || !opt_contains(ctx, idx, *k) || !opt_contains(ctx, idx, j) || opt_contains(ctx, idx, i)) continue;
+    bool along_k = false;
+    for (size_t r = 0; idx && r < *nk && !along_k; r++) along_k = opt_contains(ctx, idx, k[r]);
+    if (!idx || idx->op != UJ_OP_INDEX || !along_k || !opt_contains(ctx, idx, j) || opt_contains(ctx, idx, i)) continue;
     ok = idx->nsrc == 2 && m < max;
     if (ok) out[m++] = u;
   }
   free(nodes);
-  return ok && *k && *w > 1 && m % *w == 0 ? m : 0;
+  return ok && *nk && *w > 1 && m % *w == 0 ? m : 0;
+}
+
+/* A fresh `loop` RANGE with r's bound, numbered axis. */
+static const UOp *range_like(Ctx *ctx, const UOp *r, int64_t axis) {
+  return uop_new(ctx, UJ_OP_RANGE, r->dtype, r->src, r->nsrc, (Arg){"loop", &axis, 1});
+}
+
+/* Σ_r x[r]·Π_{q>r} K_q: the reduction's step number (row-major). */
+static const UOp *flat_step(Ctx *ctx, const UOp *const *x, const UOp *const *k, size_t nk) {
+  const UOp *at = x[0];
+  for (size_t r = 1; at && r < nk; r++)
+    at = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, at, uop_const_int(ctx, at->dtype, const_bound(k[r]))), x[r]);
+  return at;
 }
 
 /* The panel staged in vectors of w lanes (w divides m): ALLOC p of
- * K·m/w of them, filled by
- *   END(s, STORE(p[s·m/w + g], VECTORIZE(load_(g·w + l)(k := s) for l < w)) for g < m/w)
- * and the block's load_c read back as GEP(LOAD(p[k·m/w + c/w]), c mod w)
+ * K·J·m/w of them (K the reduction's steps; J the bound of the column
+ * loop j when the panel holds every column block, else 1), filled by
+ *   END(s.., [END(c,] STORE(p[(s·J + c)·m/w + g], VECTORIZE(load_(g·w + l)(k := s, j := c) for l < w)) for g[)])
+ * and the block's load_x read back as GEP(LOAD(p[(k·J + j)·m/w + x/w]), x mod w)
  * (whole-register copies: scalar stores made LLVM's loop vectorizer
  * gather and scatter across steps). *fill: that END; returns the block
  * rewritten; NULL on failure. */
-static const UOp *stage_panel(Ctx *ctx, const UOp *kernel, const UOp *block, const UOp *k, const UOp *const *loads, size_t m,
-                              unsigned w, int64_t axis, const UOp **fill) {
-  int64_t K = const_bound(k), id = 0, nv = (int64_t)(m / w);
+static const UOp *stage_panel(Ctx *ctx, const UOp *kernel, const UOp *block, const UOp *const *k, size_t nk,
+                              const UOp *j, const UOp *const *loads, size_t m, unsigned w, int64_t axis, const UOp **fill) {
+  int64_t K = 1, J = j ? const_bound(j) : 1, id = 0, nv = (int64_t)(m / w);
+  for (size_t r = 0; r < nk; r++) K *= const_bound(k[r]);
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, kernel, &nodes);
   for (size_t x = 0; x < n; x++)
     if (nodes[x]->op == UJ_OP_ALLOC && nodes[x]->ints[0] >= id) id = nodes[x]->ints[0] + 1;
   free(nodes);
-  DType e = loads[0]->dtype, v = uj_dtype_vec((uj_scalar)e.scalar, w);
-  int64_t alloc[2] = {id, K * nv};
+  DType e = loads[0]->dtype, v = uj_dtype_vec((uj_scalar)e.scalar, w), it = k[0]->dtype;
+  int64_t alloc[2] = {id, K * J * nv};
   const UOp *p = uop_new(ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)e.scalar, w, UJ_AS_LOCAL), NULL, 0, (Arg){NULL, alloc, 2});
-  const UOp *bound = uop_const_int(ctx, k->dtype, K), *nvs = uop_const_int(ctx, k->dtype, nv);
-  const UOp *s = uop_new(ctx, UJ_OP_RANGE, k->dtype, &bound, 1, (Arg){"loop", &axis, 1});
+  const UOp *from[TILE_MAX_REDUCE_RANGES + 1], *to[TILE_MAX_REDUCE_RANGES + 1], *nvs = uop_const_int(ctx, it, nv);
+  const UOp *js = uop_const_int(ctx, it, J), *c = j ? range_like(ctx, j, axis + (int64_t)nk) : NULL;
+  bool ok = p && nvs && js && (!j || c);
+  for (size_t r = 0; ok && r < nk; r++) from[r] = k[r], ok = (to[r] = range_like(ctx, k[r], axis + (int64_t)r)) != NULL;
+  if (j) from[nk] = j, to[nk] = c;
+  size_t nsub = nk + (j != NULL);
+  /* the slot of step s (column block c) and of the block's step k (its j) */
+  const UOp *s_at = ok ? flat_step(ctx, to, k, nk) : NULL, *k_at = ok ? flat_step(ctx, k, k, nk) : NULL;
+  if (s_at && k_at)
+    s_at = uop_binary(ctx, UJ_OP_MUL, j ? uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, s_at, js), c) : s_at, nvs),
+    k_at = uop_binary(ctx, UJ_OP_MUL, j ? uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, k_at, js), j) : k_at, nvs);
   const UOp **stores = malloc(((size_t)nv + 1) * sizeof *stores), **staged = malloc(m * sizeof *staged);
-  bool ok = p && s && nvs && stores && staged;
-  if (ok) stores[0] = s;
+  ok = ok && s_at && k_at && stores && staged;
+  if (ok) stores[0] = j ? c : to[nk - 1];
   for (int64_t g = 0; ok && g < nv; g++) {
-    const UOp *off = uop_const_int(ctx, k->dtype, g), *lanes[TILE_MAX_PANEL];
-    const UOp *dst = uop_new(ctx, UJ_OP_INDEX, p->dtype, (const UOp *[]){p, uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, s, nvs), off)}, 2, arg_none());
-    const UOp *src = uop_new(ctx, UJ_OP_INDEX, p->dtype, (const UOp *[]){p, uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, k, nvs), off)}, 2, arg_none());
+    const UOp *off = uop_const_int(ctx, it, g), *lanes[TILE_MAX_PANEL];
+    const UOp *dst = uop_new(ctx, UJ_OP_INDEX, p->dtype, (const UOp *[]){p, uop_binary(ctx, UJ_OP_ADD, s_at, off)}, 2, arg_none());
+    const UOp *src = uop_new(ctx, UJ_OP_INDEX, p->dtype, (const UOp *[]){p, uop_binary(ctx, UJ_OP_ADD, k_at, off)}, 2, arg_none());
     const UOp *row = src ? uop_new(ctx, UJ_OP_LOAD, v, &src, 1, arg_none()) : NULL;
     ok = dst && row;
     for (unsigned l = 0; ok && l < w; l++) {
       int64_t lane = l;
-      ok = (lanes[l] = substitute(ctx, loads[g * w + l], k, s)) != NULL &&
+      ok = (lanes[l] = opt_substitute(ctx, loads[g * w + l], from, to, nsub)) != NULL &&
            (staged[g * w + l] = uop_new(ctx, UJ_OP_GEP, e, &row, 1, (Arg){NULL, &lane, 1})) != NULL;
     }
     const UOp *value = ok ? uop_new(ctx, UJ_OP_VECTORIZE, v, lanes, w, arg_none()) : NULL;
     ok = value && (stores[1 + g] = uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){dst, value}, 2, arg_none()));
   }
-  *fill = ok ? uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), stores, (uint32_t)nv + 1, arg_none()) : NULL;
-  const UOp *out = *fill ? opt_substitute(ctx, block, loads, staged, m) : NULL;
+  /* the loops of the fill, innermost first: [c,] s[nk-1], .., s[0] */
+  const UOp *f = ok ? uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), stores, (uint32_t)nv + 1, arg_none()) : NULL;
+  for (size_t r = nk - (j == NULL); f && r-- > 0;)
+    f = uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), (const UOp *[]){to[r], f}, 2, arg_none());
+  *fill = f;
+  const UOp *out = f ? opt_substitute(ctx, block, loads, staged, m) : NULL;
   free(stores), free(staged);
   return out;
 }
@@ -157,27 +196,50 @@ static const UOp *rows_end_of(const UOp *kernel) {
   return NULL;
 }
 
+/* No tiles, but loops around the rows (a convolution's batch and output
+ * rows): the panel of every column block, staged once inside the
+ * innermost of them that its loads depend on (else the outermost, which
+ * threads may split: what is outside it would run in every part):
+ *   END(n, .. END(i, END(j, block)))
+ *   -> END(n, fill, .. END(i, END(j, block reading p[(k·J + j)·m/w + ..])))
+ * A convolution's weights are read along the output channels (the
+ * columns) 576 elements apart: staged, 2 vector loads a step. */
+static const UOp *stage_whole(Ctx *ctx, const UOp *kernel, const UOp *outer, const UOp *const *k, size_t nk,
+                              const UOp *const *loads, size_t m, unsigned w) {
+  const UOp *inner = outer->src[1], *j = inner->src[0], *at = kernel->src[0];
+  for (const UOp *e = kernel->src[0]; e != outer; e = e->src[1]) {
+    bool read = false;
+    for (size_t x = 0; x < m && !read; x++) read = opt_contains(ctx, loads[x], e->src[0]);
+    if (read) at = e;
+  }
+  const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, j, loads, m, w, opt_next_axis(ctx, kernel), &fill);
+  const UOp *body = block ? substitute(ctx, at->src[1], inner, block) : NULL;
+  const UOp *staged = body ? uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], fill, body}, 3, arg_none()) : NULL;
+  return staged ? substitute(ctx, kernel, at, staged) : NULL;
+}
+
 const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   const UOp *outer = rows_end_of(kernel), *inner = outer ? outer->src[1] : NULL;
   if (!inner || range_kind(outer->src[0]) != AXIS_LOOP || range_kind(inner->src[0]) != AXIS_LOOP) return kernel;
   const UOp *i = outer->src[0], *j = inner->src[0];
   int64_t rows = const_bound(i), blocks = 0, longest = blocked_reduce(ctx, inner);
   bool forced = config->tile != 0;
-  if (config->tile == 1 || longest == 0 || (!forced && (const_bound(j) < TILE_MIN_COLUMNS || longest < TILE_MIN_REDUCE)))
-    return kernel;
-  const UOp *loads[TILE_MAX_PANEL], *k = NULL;
+  if (longest == 0 || (!forced && (const_bound(j) < TILE_MIN_COLUMNS || longest < TILE_MIN_REDUCE))) return kernel;
+  const UOp *loads[TILE_MAX_PANEL], *k[TILE_MAX_REDUCE_RANGES];
+  size_t nk = 0;
   unsigned w = 0;
-  size_t m = config->stage == OPT_OFF ? 0 : panel_loads(ctx, inner, i, j, &k, &w, loads, TILE_MAX_PANEL);
-  int64_t elem = m ? (int64_t)elem_bytes(loads[0]->dtype) : 0;
-  if (m && const_bound(k) * (int64_t)m * elem > TILE_MAX_PANEL_BYTES) m = 0;
+  size_t m = config->stage == OPT_OFF ? 0 : panel_loads(ctx, inner, i, j, k, &nk, &w, loads, TILE_MAX_PANEL);
+  int64_t elem = m ? (int64_t)elem_bytes(loads[0]->dtype) : 0, panel = m ? longest * (int64_t)m * elem : 0;
+  bool whole = m && kernel->src[0] != outer && panel * const_bound(j) <= OPT_PANEL_MAX_BYTES;
+  if (panel > OPT_PANEL_MAX_BYTES) m = 0;
   /* a tile's rows of the other operand: T blocks of (outputs / m) rows of k elements */
   int64_t most = m ? TILE_ROWS_BYTES / ((int64_t)(inner->nsrc - 1) / (int64_t)m * longest * elem) : TILE_MAX_BLOCKS / 2;
   most = most < TILE_MAX_BLOCKS ? most : TILE_MAX_BLOCKS;
-  if (forced) /* any T that divides the row blocks */
-    blocks = config->tile <= (uint64_t)rows && rows % config->tile == 0 ? config->tile : 0;
+  if (forced) /* any T that divides the row blocks; 1: no tiles */
+    blocks = config->tile > 1 && config->tile <= (uint64_t)rows && rows % config->tile == 0 ? config->tile : 0;
   for (int64_t t = most; !forced && t >= 2 && !blocks; t--)
     if (rows % t == 0 && rows / t >= TILE_MIN_TILES) blocks = t;
-  if (!blocks) return kernel;
+  if (!blocks) return whole ? stage_whole(ctx, kernel, outer, k, nk, loads, m, w) : kernel;
   int64_t axis = opt_next_axis(ctx, kernel);
   const UOp *nt = uop_const_int(ctx, i->dtype, rows / blocks), *nu = uop_const_int(ctx, i->dtype, blocks);
   const UOp *t = uop_new(ctx, UJ_OP_RANGE, i->dtype, &nt, 1, (Arg){i->name, &axis, 1});
@@ -186,7 +248,7 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   if (!t || !u) return NULL;
   /* the block: i -> t·T + u; then END(t, END(j, [fill,] END(u, block))) */
   const UOp *row = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, t, nu), u), *block = inner, *fill = NULL;
-  if (m && !(block = stage_panel(ctx, kernel, inner, k, loads, m, w, axis + 2, &fill))) return NULL;
+  if (m && !(block = stage_panel(ctx, kernel, inner, k, nk, NULL, loads, m, w, axis + 2, &fill))) return NULL;
   const UOp **effects = malloc(block->nsrc * sizeof *effects), *rows_end = NULL;
   if (!effects) return ctx_set_error(ctx, "opt_tile: out of memory"), NULL;
   bool ok = row != NULL;
@@ -199,7 +261,7 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
                              : uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){j, rows_end}, 2, arg_none());
   const UOp *tail = NULL; /* upcast's tail loop, for each row block of the tile: END(u', tail(t·T + u')) */
   if (outer->nsrc == 3) {
-    int64_t axis_v = axis + 3;
+    int64_t axis_v = axis + 3 + (int64_t)nk; /* after the fill's ranges */
     const UOp *v = uop_new(ctx, UJ_OP_RANGE, i->dtype, &nu, 1, (Arg){i->name, &axis_v, 1});
     const UOp *row_v = v ? uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, t, nu), v) : NULL;
     const UOp *rest = row_v ? substitute(ctx, outer->src[2], i, row_v) : NULL;
