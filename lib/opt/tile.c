@@ -29,14 +29,18 @@
 #include "rewrite/rewrite.h"
 #include "uop/alu.h"
 
-/* T: the tile's rows of the other operand within 512 KiB (128 rows of
- * k = 1024 float32, 64 of 2048: with a panel of up to 512 KiB they stay
- * in a 2 MiB L2), at most 16 row blocks (8 without a staged panel); at
+/* T: the tile's rows of the other operand within 1 MiB (256 rows of
+ * k = 1024 float32, 128 of 2048: with a panel of up to 512 KiB they stay
+ * in a 2 MiB L2), at most 32 row blocks (16 without a staged panel); at
  * least 2 tiles so that threads have tiles to split; the reduction at
  * least 64 long and 2 column blocks, or there is nothing to reuse.
- * Measured on 1024^3 float32, one thread: T = 8 21 ms, 16 17 ms; on
- * 2048^3, T = 16 225 ms, 8 185 ms. */
-enum { TILE_MAX_BLOCKS = 16, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 512 << 10 };
+ * Each tile fills its panels again, reading b a row apart (4 KiB at 1024
+ * columns: no prefetcher follows): 11–26 % of a GEMM's time (measured
+ * with a fill that reads one row), so big tiles pay. Measured, one
+ * thread, medians of 15 runs on this noisy VM, against 512 KiB and 16
+ * blocks: 1000^3 27 -> 21 ms (T = 5 -> 25), 1024^3 26 -> 22 ms (16 ->
+ * 32), 2048^3 252 -> 222 ms (8 -> 16). */
+enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 1024 << 10 };
 
 /* The staged panel: at most 64 loads a step (2 AVX-512 registers of
  * int8), at most half the CPU's 1 MiB of kernel stack (docs/semantics.md,
