@@ -96,6 +96,21 @@ static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, 
   check_upcast_sum(ctx, t, NULL, value, n, 32, lanes, what);
 }
 
+/* Upcast's tail (B mod U columns): one vector REDUCE of its lanes for
+ * each row lane when that is a power of 2 from 4 to a register and rows
+ * are blocked (want: its dtype), else scalar REDUCEs (want NULL); bit
+ * for bit either way. */
+static void check_tail(Ctx *ctx, int64_t n, unsigned vector_bytes, const char *want, const char *what) {
+  const UOp *k = uj_parse(ctx, gemm("float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", n), what);
+  const UOp *up = k ? opt_upcast(ctx, k, vector_bytes, &(OptConfig){0}) : NULL;
+  char *text = up ? uj_print(ctx, up) : NULL;
+  bool scalar = text && strstr(text, "(REDUCE:float32 ") != NULL;
+  CHECK(text && (want ? strstr(text, want) != NULL && !scalar : scalar), "%s: %s:\n%s", what,
+        want ? want : "scalar REDUCEs", text ? text : uj_error(ctx));
+  free(text);
+  check_same(ctx, k, up, dt_scalar(UJ_FLOAT32), 16, 24, n, what);
+}
+
 static void test_upcast(Ctx *ctx) {
   check_upcast(ctx, "float32", "%mm", 32, 8, "gemm: 2 AVX2 registers of columns");
   check_upcast_sum(ctx, "float32", NULL, "%mm", 32, 64, 16, "gemm: 2 AVX-512 registers of columns");
@@ -113,6 +128,10 @@ static void test_upcast(Ctx *ctx) {
   check_upcast(ctx, "float32", "(ADD (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int64 32)) %j))) %k) %c)", 32, 8,
                "a reduce not over the rows: columns only");
   check_upcast(ctx, "float32", "(ADD %c %c)", 32, 0, "no reduce: LLVM vectorizes the loop itself");
+  check_tail(ctx, 72, 64, "(REDUCE:float32x8 ", "72 columns, AVX-512: a tail of 8 as one ymm REDUCE a row");
+  check_tail(ctx, 36, 32, "(REDUCE:float32x4 ", "36 columns, AVX2: a tail of 4 as one xmm REDUCE a row");
+  check_tail(ctx, 44, 32, NULL, "44 columns, AVX2: a tail of 12, scalar");
+  check_tail(ctx, 66, 64, NULL, "66 columns, AVX-512: a tail of 2, scalar");
   check_upcast(ctx, "float32", "(REDUCE ADD (MUL %a (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %q (CONST:int64 32)) %j))) %q)) %k)", 32, 0, "a reduce nesting one over the lanes");
 }
 
