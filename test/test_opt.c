@@ -223,6 +223,25 @@ static int count_of(const char *text, const char *what) {
   return n;
 }
 
+/* Without rows (a matrix-vector product: one row), up to 8 registers of
+ * columns where they divide the columns; bit for bit. */
+static void check_wide(Ctx *ctx, int64_t rows, int64_t n, unsigned vector_bytes, int vectors, const char *vec, const char *what) {
+  const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", rows, 64, n), what);
+  const UOp *up = k ? opt_upcast(ctx, k, vector_bytes, &(OptConfig){0}) : NULL;
+  char *text = up ? uj_print(ctx, up) : NULL;
+  CHECK(text && count_of(text, vec) == vectors, "%s: %d x %s:\n%s", what, vectors, vec, text ? text : uj_error(ctx));
+  free(text);
+  check_same(ctx, k, up, dt_scalar(UJ_FLOAT32), rows, 64, n, what);
+}
+
+static void test_wide(Ctx *ctx) {
+  check_wide(ctx, 1, 256, 64, 8, "(REDUCE:float32x16 ", "gemv, 256 columns, AVX-512: 8 registers");
+  check_wide(ctx, 1, 64, 64, 4, "(REDUCE:float32x16 ", "gemv, 64 columns: 4 registers divide them");
+  check_wide(ctx, 1, 96, 64, 2, "(REDUCE:float32x16 ", "gemv, 96 columns: 2 registers (64 does not divide)");
+  check_wide(ctx, 1, 256, 32, 8, "(REDUCE:float32x8 ", "gemv, AVX2: 8 registers of 8");
+  check_wide(ctx, 16, 256, 64, 16, "(REDUCE:float32x16 ", "gemm, 16 rows: 8 rows x 2 registers, not wide");
+}
+
 /* A convolution (rangeify's form): out[n, o, y, x] = Σ_{c,u,v} w[o, c, u, v]
  * · in[n, c, y + u, x + v], the input padded already (the scheduler's
  * copy); o output channels, x of 6 columns. */
@@ -329,6 +348,7 @@ int main(void) {
   test_config(ctx);
   test_gemm_ir(ctx);
   test_conv(ctx);
+  test_wide(ctx);
   test_no_wrap(ctx);
   uj_ctx_free(ctx);
   return check_report("test_opt");
