@@ -166,8 +166,13 @@ static void test_gemm_ir(Ctx *ctx) {
  * of row blocks, the column loop inside a tile, b's panel staged in an
  * ALLOC filled once per tile and column block; bit for bit the kernel
  * before. Kernels it must leave alone keep their loop order. */
+/* What tile.c makes of a blocked GEMM: nothing, tiles (t, j, u nest
+ * around the block), or one tile (the column loop outermost, the panel
+ * filled in it: END(j, fill, END(i, block))). */
+enum { LEFT, TILES, ONE_TILE };
+
 static void check_tile(Ctx *ctx, const char *t, const char *value, int64_t rows, int64_t depth, int64_t n, unsigned vector_bytes,
-                       bool tiled, bool staged, const char *what) {
+                       int shape, bool staged, const char *what) {
   DType d;
   dtype_parse(t, strlen(t), &d);
   const UOp *k = uj_parse(ctx, gemm_sized(t, value, rows, depth, n), what);
@@ -175,28 +180,30 @@ static void check_tile(Ctx *ctx, const char *t, const char *value, int64_t rows,
   if (!k) return;
   const UOp *blocked = opt_upcast(ctx, k, vector_bytes, &(OptConfig){0}), *up = blocked ? opt_tile(ctx, blocked, &(OptConfig){0}) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
-  /* tiled: three loops nest around the block (t, j, u) where upcast left two */
-  bool three = text && up->src[0]->op == UJ_OP_END && up->src[0]->src[1]->op == UJ_OP_END &&
-               up->src[0]->src[1]->src[up->src[0]->src[1]->nsrc - 1]->op == UJ_OP_END;
-  CHECK(up && (up != blocked) == tiled && three == tiled, "%s: %s:\n%s", what, tiled ? "wants tiles" : "must be left alone",
-        text ? text : uj_error(ctx));
+  const UOp *e = text ? up->src[0] : NULL;
+  bool three = e && e->op == UJ_OP_END && e->src[1]->op == UJ_OP_END && e->src[1]->src[e->src[1]->nsrc - 1]->op == UJ_OP_END;
+  bool one = e && e->op == UJ_OP_END && e->nsrc == 3 && e->src[2]->op == UJ_OP_END && e->src[2]->src[1]->op == UJ_OP_STORE;
+  int got = up == blocked ? LEFT : three ? TILES : one ? ONE_TILE : -1;
+  static const char *const names[] = {"left alone", "tiles", "one tile"};
+  CHECK(up && got == shape, "%s: wants %s:\n%s", what, names[shape], text ? text : uj_error(ctx));
   CHECK(text && (strstr(text, "ALLOC:") != NULL) == staged, "%s: %s a staged panel:\n%s", what, staged ? "wants" : "must not get",
         text ? text : "");
   free(text);
   check_same(ctx, k, up, d, rows, depth, n, what);
 }
-
 static void test_tile(Ctx *ctx) {
-  check_tile(ctx, "float32", "%mm", 64, 64, 64, 64, true, true, "gemm 64x64x64, AVX-512: 2 tiles of 4 blocks of 8 rows");
-  check_tile(ctx, "float32", "%mm", 64, 64, 64, 32, true, true, "gemm 64x64x64, AVX2");
-  check_tile(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 64, 96, 64, 64, true, true, "gemm + bias, relu");
-  check_tile(ctx, "float64", "%mm", 32, 64, 32, 64, true, true, "float64");
-  check_tile(ctx, "int32", "%mm", 64, 64, 64, 32, true, true, "int32");
-  check_tile(ctx, "float32", "%mm", 64, 24, 128, 64, false, false, "a reduction of 24: nothing to reuse");
-  check_tile(ctx, "float32", "%mm", 8, 128, 128, 64, false, false, "one row block: no tiles to split");
-  check_tile(ctx, "float32", "%mm", 64, 128, 32, 64, false, false, "one column block: no panel to reuse");
-  check_tile(ctx, "float32", "%mm", 32, 4112, 64, 64, true, false, "a panel over 512 KiB: tiles, not staged");
-  check_tile(ctx, "float32", "%mm", 64, 96, 72, 64, true, true, "72 columns: 2 blocks of 32 and upcast's tail of 8, tiled");
+  check_tile(ctx, "float32", "%mm", 64, 64, 64, 64, ONE_TILE, true, "gemm 64x64x64, AVX-512: its 8 row blocks in one tile");
+  check_tile(ctx, "float32", "%mm", 64, 64, 64, 32, ONE_TILE, true, "gemm 64x64x64, AVX2");
+  check_tile(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 64, 96, 64, 64, ONE_TILE, true, "gemm + bias, relu");
+  check_tile(ctx, "float64", "%mm", 32, 64, 32, 64, ONE_TILE, true, "float64");
+  check_tile(ctx, "int32", "%mm", 64, 64, 64, 32, ONE_TILE, true, "int32");
+  check_tile(ctx, "float32", "%mm", 512, 64, 64, 64, TILES, true, "gemm 512x64x64: 64 row blocks, 2 tiles of 32");
+  check_tile(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 512, 64, 64, 32, TILES, true, "gemm 512x64x64, AVX2, bias, relu: tiles");
+  check_tile(ctx, "float32", "%mm", 64, 24, 128, 64, LEFT, false, "a reduction of 24: nothing to reuse");
+  check_tile(ctx, "float32", "%mm", 8, 128, 128, 64, LEFT, false, "one row block: no tiles to split");
+  check_tile(ctx, "float32", "%mm", 64, 128, 32, 64, LEFT, false, "one column block: no panel to reuse");
+  check_tile(ctx, "float32", "%mm", 32, 4112, 64, 64, TILES, false, "a panel over 512 KiB: tiles, not staged");
+  check_tile(ctx, "float32", "%mm", 64, 96, 72, 64, TILES, true, "72 columns: 2 blocks of 32 and upcast's tail of 8, tiled");
   /* a batch loop around the rows and columns (attention's heads): tiles inside it */
   const char *batched =
       "%h = (RANGE loop 0 (CONST:int64 3))\n%i = (RANGE loop 1 (CONST:int64 64))\n%j = (RANGE loop 2 (CONST:int64 64))\n"
@@ -307,8 +314,8 @@ static void check_config(Ctx *ctx, const OptConfig *c, int vectors, const char *
 }
 
 static void test_config(Ctx *ctx) {
-  check_config(ctx, &(OptConfig){0}, 16, "REDUCE:float32x16 ", true, true, true, "the heuristics: 8 rows x 2 registers");
-  check_config(ctx, &(OptConfig){.columns = 8, .rows = 2}, 2, "REDUCE:float32x8 ", true, true, true, "8 columns x 2 rows");
+  check_config(ctx, &(OptConfig){0}, 16, "REDUCE:float32x16 ", false, true, true, "the heuristics: 8 rows x 2 registers, one tile");
+  check_config(ctx, &(OptConfig){.columns = 8, .rows = 2}, 2, "REDUCE:float32x8 ", false, true, true, "8 columns x 2 rows, one tile");
   check_config(ctx, &(OptConfig){.columns = 16, .rows = 1}, 1, "REDUCE:float32x16 ", true, true, true, "16 columns, no rows");
   check_config(ctx, &(OptConfig){.columns = 1}, 0, "REDUCE:float32x", false, false, true, "no upcast");
   check_config(ctx, &(OptConfig){.columns = 12}, 0, "REDUCE:float32x", false, false, true, "12 columns: not a power of 2");
@@ -317,7 +324,7 @@ static void test_config(Ctx *ctx) {
   check_config(ctx, &(OptConfig){.tile = 8}, 16, "REDUCE:float32x16 ", true, true, true, "one tile of 8 blocks (the fill loop counts as work)");
   check_config(ctx, &(OptConfig){.tile = 3}, 16, "REDUCE:float32x16 ", false, false, false, "3 does not divide 8 row blocks");
   check_config(ctx, &(OptConfig){.stage = OPT_OFF}, 16, "REDUCE:float32x16 ", true, false, false, "tiles, no staged panel");
-  check_config(ctx, &(OptConfig){.parallel = OPT_OFF}, 16, "REDUCE:float32x16 ", true, true, false, "one thread");
+  check_config(ctx, &(OptConfig){.parallel = OPT_OFF}, 16, "REDUCE:float32x16 ", false, true, false, "one thread, one tile");
   for (uint64_t seed = 0; seed < 24; seed++) {
     OptConfig c = opt_config_random(seed);
     char what[64];

@@ -15,6 +15,11 @@
  * which outputs are computed changes, and a kernel's outputs do not read
  * each other (an in-place kernel reads only the element it writes).
  *
+ * A GEMM whose row blocks all fit one tile has no tile loop: the column
+ * loop runs outermost (threads split it) and fills each panel once.
+ * A kernel with loops around its rows and too few row blocks to tile
+ * stages the panel of every column block once (stage_whole).
+ *
  * The panel is staged: copied, once per tile and column block, into an
  * ALLOC of k × (its loads) elements in that order, which the block reads
  * instead. In place, b's rows lie a row of b apart (4 KiB for 1024
@@ -23,6 +28,7 @@
  * contiguous. The copy costs k·m loads and stores a tile of T row blocks
  * that do T·k·m·(block rows) multiply-adds. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "opt/graph.h"
 #include "opt/opt.h"
@@ -241,6 +247,19 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   most = most < TILE_MAX_BLOCKS ? most : TILE_MAX_BLOCKS;
   if (forced) /* any T that divides the row blocks; 1: no tiles */
     blocks = config->tile > 1 && config->tile <= (uint64_t)rows && rows % config->tile == 0 ? config->tile : 0;
+  /* a GEMM whose row blocks (two or more) all fit: one tile, the column
+   * loop outermost (threads split it), each panel filled once:
+   * END(j, fill, END(i, block)); b is then read once, where tiles read
+   * it once each (64 x 4096 x 4096: twice, strided) */
+  if (!forced && m && rows >= 2 && rows <= most && outer->nsrc == 2 && kernel->src[0] == outer) {
+    const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, NULL, loads, m, w, opt_next_axis(ctx, kernel), &fill);
+    const UOp **src = block ? malloc(block->nsrc * sizeof *src) : NULL, *rows_end = NULL; /* END(i, the block's stores) */
+    if (src) memcpy(src, block->src, block->nsrc * sizeof *src), src[0] = i;
+    if (src) rows_end = uop_replace_src(ctx, block, src, block->nsrc);
+    free(src);
+    const UOp *cols_end = rows_end ? uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){j, fill, rows_end}, 3, arg_none()) : NULL;
+    return cols_end ? substitute(ctx, kernel, outer, cols_end) : NULL;
+  }
   for (int64_t t = most; !forced && t >= 2 && !blocks; t--)
     if (rows % t == 0 && rows / t >= TILE_MIN_TILES) blocks = t;
   if (!blocks) return whole ? stage_whole(ctx, kernel, outer, k, nk, loads, m, w) : kernel;
