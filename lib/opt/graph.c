@@ -118,3 +118,28 @@ int64_t opt_next_axis(Ctx *ctx, const UOp *kernel) {
   free(nodes);
   return next;
 }
+
+int64_t opt_const_bound(const UOp *r) {
+  const UOp *b = r->op == UJ_OP_RANGE ? r->src[0] : NULL;
+  return b && b->op == UJ_OP_CONST && b->bounded ? b->vmin : 0;
+}
+
+size_t opt_shared_reduce_ranges(Ctx *ctx, const UOp *x, const UOp **k, size_t max) {
+  const UOp **nodes = NULL;
+  size_t m = uop_toposort(ctx, x, &nodes), n = 0;
+  bool ok = m > 0;
+  for (size_t i = 0; ok && i < m; i++) {
+    const UOp *u = nodes[i];
+    if (u->op != UJ_OP_REDUCE) continue;
+    if (n) {
+      ok = u->nsrc - 1 == n;
+      for (uint32_t r = 1; ok && r < u->nsrc; r++) ok = k[r - 1] == u->src[r];
+    } else {
+      ok = u->nsrc - 1 <= max;
+      for (uint32_t r = 1; ok && r < u->nsrc; r++) k[r - 1] = u->src[r];
+      n = ok ? u->nsrc - 1 : 0;
+    }
+  }
+  free(nodes);
+  return ok ? n : 0;
+}

@@ -25,6 +25,13 @@ const UOp *opt_vectorize(Ctx *ctx, const UOp *const *x, unsigned n);
 /* x with each from[i] replaced by to[i]. */
 const UOp *opt_substitute(Ctx *ctx, const UOp *x, const UOp *const *from, const UOp *const *to, size_t n);
 
+/* The RANGEs that every REDUCE in x (at any depth) reduces over, when
+ * they all share one list of at most max: in k, their count; 0 when x
+ * has no REDUCE, the lists differ or are longer, or out of memory. */
+size_t opt_shared_reduce_ranges(Ctx *ctx, const UOp *x, const UOp **k, size_t max);
+/* The bound of RANGE r when it is a constant, else 0. */
+int64_t opt_const_bound(const UOp *r);
+
 /* One past the largest axis number of the kernel's RANGEs: a new RANGE's. */
 int64_t opt_next_axis(Ctx *ctx, const UOp *kernel);
 

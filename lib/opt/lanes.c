@@ -85,9 +85,8 @@ static const UOp *vector_reduce(Ctx *ctx, const UOp *like, const UOp *const *x, 
 
 /* The bound of range r when it is a constant in [lo, hi], else 0. */
 static int64_t const_bound(const UOp *r, int64_t lo, int64_t hi) {
-  const UOp *b = r->op == UJ_OP_RANGE ? r->src[0] : NULL;
-  bool ok = b && b->op == UJ_OP_CONST && b->bounded && b->vmin >= lo && b->vmin <= hi;
-  return ok ? b->vmin : 0;
+  int64_t b = opt_const_bound(r);
+  return b >= lo && b <= hi ? b : 0;
 }
 
 /* The scalar REDUCEs in value that depend on j, none nesting another and

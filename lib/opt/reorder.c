@@ -23,42 +23,14 @@
 
 enum { REORDER_MAX_LOOPS = 16 };
 
-static int64_t const_bound(const UOp *r) {
-  const UOp *b = r->op == UJ_OP_RANGE ? r->src[0] : NULL;
-  return b && b->op == UJ_OP_CONST && b->bounded ? b->vmin : 0;
-}
-
-/* The REDUCE ranges of the value (one list, shared by all its REDUCEs;
- * *n = 0 when they differ or there is no REDUCE) */
-static void reduce_ranges(Ctx *ctx, const UOp *value, const UOp **k, size_t *n, size_t max) {
-  const UOp **nodes = NULL;
-  size_t m = uop_toposort(ctx, value, &nodes);
-  *n = 0;
-  bool ok = m > 0, seen = false;
-  for (size_t i = 0; ok && i < m; i++) {
-    const UOp *u = nodes[i];
-    if (u->op != UJ_OP_REDUCE) continue;
-    if (!seen) {
-      ok = u->nsrc - 1 <= max;
-      for (uint32_t x = 1; ok && x < u->nsrc; x++) k[x - 1] = u->src[x];
-      *n = ok ? u->nsrc - 1 : 0, seen = true;
-    } else {
-      ok = u->nsrc - 1 == *n;
-      for (uint32_t x = 1; ok && x < u->nsrc; x++) ok = k[x - 1] == u->src[x];
-    }
-  }
-  free(nodes);
-  if (!ok) *n = 0;
-}
-
 /* Bytes of the panel the loads of value that vary along o and the
  * reduction would take staged: each such load's elements over o's bound
  * and the reduction's length; -1 when a load of it is gated. */
 static int64_t panel_bytes(Ctx *ctx, const UOp *value, const UOp *o, const UOp *const *k, size_t nk) {
   const UOp **nodes = NULL;
   size_t m = uop_toposort(ctx, value, &nodes);
-  int64_t len = const_bound(o), bytes = 0;
-  for (size_t x = 0; x < nk; x++) len *= const_bound(k[x]);
+  int64_t len = opt_const_bound(o), bytes = 0;
+  for (size_t x = 0; x < nk; x++) len *= opt_const_bound(k[x]);
   for (size_t i = 0; i < m && bytes >= 0; i++) {
     const UOp *u = nodes[i], *idx = u->op == UJ_OP_LOAD ? u->src[0] : NULL;
     if (!idx || idx->op != UJ_OP_INDEX || !opt_contains(ctx, idx, o)) continue;
@@ -77,14 +49,13 @@ const UOp *opt_reorder(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const
   for (; e && e->op == UJ_OP_END && e->nsrc == 2 && n < REORDER_MAX_LOOPS; e = e->src[1]) ends[n++] = e;
   if (config->reorder == OPT_OFF || n < 2 || !e || e->op != UJ_OP_STORE) return kernel;
   const UOp *store = e, *value = store->src[1], *k[REORDER_MAX_LOOPS];
-  size_t nk;
-  reduce_ranges(ctx, value, k, &nk, REORDER_MAX_LOOPS);
+  size_t nk = opt_shared_reduce_ranges(ctx, value, k, REORDER_MAX_LOOPS);
   int64_t elem = (int64_t)elem_bytes(value->dtype), two = elem ? 2 * (int64_t)vector_bytes / elem : 0;
-  if (!nk || !two || (config->reorder == OPT_AUTO && const_bound(ends[n - 1]->src[0]) % two == 0)) return kernel;
+  if (!nk || !two || (config->reorder == OPT_AUTO && opt_const_bound(ends[n - 1]->src[0]) % two == 0)) return kernel;
   size_t pick = n;
   for (size_t i = n - 1; i-- > 0 && pick == n;) {
     const UOp *o = ends[i]->src[0];
-    int64_t b = const_bound(o), bytes = b ? panel_bytes(ctx, value, o, k, nk) : -1;
+    int64_t b = opt_const_bound(o), bytes = b ? panel_bytes(ctx, value, o, k, nk) : -1;
     if (range_kind(o) == AXIS_LOOP && b % two == 0 && opt_depends(ctx, value, o) && bytes >= 0 &&
         bytes <= OPT_PANEL_MAX_BYTES)
       pick = i;

@@ -140,10 +140,6 @@ static const UOp *sum_over(Ctx *ctx, const UOp *root, const UOp *v, const UOp *c
   return v ? uop_new(ctx, UJ_OP_REDUCE, root->dtype, src, 2, (Arg){root->name, NULL, 0}) : NULL;
 }
 
-static int64_t bound_of(const UOp *range) {
-  return range->src[0]->op == UJ_OP_CONST ? (int64_t)uop_const_value(range->src[0]) : -1;
-}
-
 /* REDUCE(ADD, v(j, M), j) -> REDUCE(ADD, v(j', M), j'); a sum in W lanes
  * of sums over i likewise, i = j' // W, l = j' % W. */
 static const UOp *rw_shadow(Rewriter *rw, const UOp *root, const Binds *m) {
@@ -152,8 +148,8 @@ static const UOp *rw_shadow(Rewriter *rw, const UOp *root, const Binds *m) {
   const UOp *j = root->src[1], *inner = root->src[0];
   if (inner->op == UJ_OP_REDUCE && !strcmp(root->name, "ADD") && !strcmp(inner->name, "ADD") && inner->nsrc == 2) {
     const UOp *i = inner->src[1], *max = max_read(rw->ctx, inner->src[0], NULL);
-    int64_t n = bound_of(i), w = bound_of(j);
-    if (!max || n <= 0 || w <= 0 || bound_of(max->src[1]) != n * w || opt_contains(rw->ctx, max, i) || opt_contains(rw->ctx, max, j))
+    int64_t n = opt_const_bound(i), w = opt_const_bound(j);
+    if (!max || n <= 0 || w <= 0 || opt_const_bound(max->src[1]) != n * w || opt_contains(rw->ctx, max, i) || opt_contains(rw->ctx, max, j))
       return NULL;
     const UOp *from[2] = {i, j};
     return sum_over(rw->ctx, root, inner->src[0], from, (int64_t[]){w, 1}, (int64_t[]){0, w}, 2, max);
@@ -221,7 +217,7 @@ static const UOp *chunk(Ctx *ctx, const UOp *kernel) {
     const UOp *max = nodes[i];
     if (max->op != UJ_OP_REDUCE || max->nsrc != 2 || strcmp(max->name, "MAX") || max->dtype.lanes != 1) continue;
     const UOp *j = max->src[1];
-    int64_t bound = bound_of(j);
+    int64_t bound = opt_const_bound(j);
     size_t nr = bound >= 2 * SHADOW_CHUNK && bound % SHADOW_CHUNK == 0 ? readers_of(ctx, nodes, n, max, readers) : 0;
     if (nr == 0) continue;
     const UOp *cb = uop_const_int(ctx, j->dtype, bound / SHADOW_CHUNK), *cc = uop_const_int(ctx, j->dtype, SHADOW_CHUNK);

@@ -53,11 +53,6 @@ enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_
  * ALLOC): k <= 4096 for 32 float32 columns. */
 enum { TILE_MAX_PANEL = 64, TILE_MAX_REDUCE_RANGES = 8 };
 
-static int64_t const_bound(const UOp *r) {
-  const UOp *b = r->op == UJ_OP_RANGE ? r->src[0] : NULL;
-  return b && b->op == UJ_OP_CONST && b->bounded ? b->vmin : 0;
-}
-
 /* The longest reduction of a vector REDUCE in x (register blocking made
  * it); 0 when there is none. */
 static int64_t blocked_reduce(Ctx *ctx, const UOp *x) {
@@ -68,7 +63,7 @@ static int64_t blocked_reduce(Ctx *ctx, const UOp *x) {
     const UOp *u = nodes[i];
     if (u->op != UJ_OP_REDUCE || u->dtype.lanes < 2) continue;
     int64_t len = 1;
-    for (uint32_t k = 1; k < u->nsrc; k++) len *= const_bound(u->src[k]);
+    for (uint32_t k = 1; k < u->nsrc; k++) len *= opt_const_bound(u->src[k]);
     longest = len > longest ? len : longest;
   }
   free(nodes);
@@ -89,20 +84,10 @@ static size_t panel_loads(Ctx *ctx, const UOp *block, const UOp *i, const UOp *j
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, block, &nodes), m = 0;
   bool ok = n > 0;
-  *nk = 0, *w = 0;
+  *nk = opt_shared_reduce_ranges(ctx, block, k, TILE_MAX_REDUCE_RANGES), *w = 0;
   for (size_t x = 0; ok && x < n; x++) {
-    const UOp *u = nodes[x];
-    if (u->op == UJ_OP_ALLOC) ok = false; /* staged already */
-    if (u->op != UJ_OP_REDUCE) continue;
-    if (*nk) {
-      ok = u->nsrc - 1 == *nk;
-      for (size_t r = 0; ok && r < *nk; r++) ok = k[r] == u->src[1 + r];
-    } else {
-      ok = u->nsrc - 1 <= TILE_MAX_REDUCE_RANGES;
-      for (size_t r = 0; ok && r + 1 < u->nsrc; r++) k[r] = u->src[1 + r];
-      *nk = ok ? u->nsrc - 1 : 0;
-    }
-    *w = u->dtype.lanes;
+    if (nodes[x]->op == UJ_OP_ALLOC) ok = false; /* staged already */
+    if (nodes[x]->op == UJ_OP_REDUCE) *w = nodes[x]->dtype.lanes;
   }
   for (size_t x = 0; ok && *nk && x < n; x++) {
     const UOp *u = nodes[x], *idx = u->op == UJ_OP_LOAD ? u->src[0] : NULL;
@@ -125,7 +110,7 @@ static const UOp *range_like(Ctx *ctx, const UOp *r, int64_t axis) {
 static const UOp *flat_step(Ctx *ctx, const UOp *const *x, const UOp *const *k, size_t nk) {
   const UOp *at = x[0];
   for (size_t r = 1; at && r < nk; r++)
-    at = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, at, uop_const_int(ctx, at->dtype, const_bound(k[r]))), x[r]);
+    at = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, at, uop_const_int(ctx, at->dtype, opt_const_bound(k[r]))), x[r]);
   return at;
 }
 
@@ -139,8 +124,8 @@ static const UOp *flat_step(Ctx *ctx, const UOp *const *x, const UOp *const *k, 
  * rewritten; NULL on failure. */
 static const UOp *stage_panel(Ctx *ctx, const UOp *kernel, const UOp *block, const UOp *const *k, size_t nk,
                               const UOp *j, const UOp *const *loads, size_t m, unsigned w, int64_t axis, const UOp **fill) {
-  int64_t K = 1, J = j ? const_bound(j) : 1, id = 0, nv = (int64_t)(m / w);
-  for (size_t r = 0; r < nk; r++) K *= const_bound(k[r]);
+  int64_t K = 1, J = j ? opt_const_bound(j) : 1, id = 0, nv = (int64_t)(m / w);
+  for (size_t r = 0; r < nk; r++) K *= opt_const_bound(k[r]);
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, kernel, &nodes);
   for (size_t x = 0; x < n; x++)
@@ -232,15 +217,15 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   const UOp *outer = rows_end_of(kernel), *inner = outer ? outer->src[1] : NULL;
   if (!inner || range_kind(outer->src[0]) != AXIS_LOOP || range_kind(inner->src[0]) != AXIS_LOOP) return kernel;
   const UOp *i = outer->src[0], *j = inner->src[0];
-  int64_t rows = const_bound(i), blocks = 0, longest = blocked_reduce(ctx, inner);
+  int64_t rows = opt_const_bound(i), blocks = 0, longest = blocked_reduce(ctx, inner);
   bool forced = config->tile != 0;
-  if (longest == 0 || (!forced && (const_bound(j) < TILE_MIN_COLUMNS || longest < TILE_MIN_REDUCE))) return kernel;
+  if (longest == 0 || (!forced && (opt_const_bound(j) < TILE_MIN_COLUMNS || longest < TILE_MIN_REDUCE))) return kernel;
   const UOp *loads[TILE_MAX_PANEL], *k[TILE_MAX_REDUCE_RANGES];
   size_t nk = 0;
   unsigned w = 0;
   size_t m = config->stage == OPT_OFF ? 0 : panel_loads(ctx, inner, i, j, k, &nk, &w, loads, TILE_MAX_PANEL);
   int64_t elem = m ? (int64_t)elem_bytes(loads[0]->dtype) : 0, panel = m ? longest * (int64_t)m * elem : 0;
-  bool whole = m && kernel->src[0] != outer && panel * const_bound(j) <= OPT_PANEL_MAX_BYTES;
+  bool whole = m && kernel->src[0] != outer && panel * opt_const_bound(j) <= OPT_PANEL_MAX_BYTES;
   if (panel > OPT_PANEL_MAX_BYTES) m = 0;
   /* a tile's rows of the other operand: T blocks of (outputs / m) rows of k elements */
   int64_t most = m ? TILE_ROWS_BYTES / ((int64_t)(inner->nsrc - 1) / (int64_t)m * longest * elem) : TILE_MAX_BLOCKS / 2;

@@ -193,7 +193,7 @@ static bool reads_invariant_reduce(Ctx *ctx, const UOp *x, const UOp *c) {
 
 static unsigned block_columns(const UOp *end, DType d, unsigned vector_bytes, unsigned forced, bool whole) {
   unsigned per = vector_bytes / (elem_bytes(d) ? (unsigned)elem_bytes(d) : 1), two = UPCAST_VECTORS * per;
-  int64_t b = end->src[0]->src[0]->op == UJ_OP_CONST ? end->src[0]->src[0]->vmin : 0;
+  int64_t b = opt_const_bound(end->src[0]);
   if (!forced && whole && b >= per && b % per == 0 && b <= UPCAST_WHOLE_VECTORS * per && b <= UPCAST_MAX_COLUMNS)
     return (unsigned)b;
   if (forced) /* at most 2 registers; a power of 2 (whole registers or part of one); a tail if need be */
