@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "jit_util.h"
+#include "opt/graph.h"
 #include "opt/opt.h"
 #include "runtime/device.h"
 
@@ -251,50 +252,62 @@ static void test_wide(Ctx *ctx) {
 
 /* A convolution (rangeify's form): out[n, o, y, x] = Σ_{c,u,v} w[o, c, u, v]
  * · in[n, c, y + u, x + v], the input padded already (the scheduler's
- * copy); o output channels, x of 6 columns. */
-static const char *conv_sized(int64_t o) {
+ * copy); o output channels, ci input channels, ys rows of x of 6 columns. */
+static const char *conv_sized(int64_t n, int64_t o, int64_t ci, int64_t ys) {
   static char buf[2048];
+  int64_t plane = (ys + 2) * 8;
   snprintf(buf, sizeof buf,
-           "%%n = (RANGE loop 0 (CONST:int64 2))\n%%o = (RANGE loop 1 (CONST:int64 %lld))\n"
-           "%%y = (RANGE loop 2 (CONST:int64 3))\n%%x = (RANGE loop 3 (CONST:int64 6))\n"
-           "%%c = (RANGE reduce 4 (CONST:int64 8))\n%%u = (RANGE reduce 5 (CONST:int64 3))\n%%v = (RANGE reduce 6 (CONST:int64 3))\n"
-           "%%w = (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%o (CONST:int64 72)) (ADD (MUL %%c (CONST:int64 9)) (ADD (MUL %%u (CONST:int64 3)) %%v)))))\n"
-           "%%i = (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %%n (CONST:int64 320)) (ADD (MUL %%c (CONST:int64 40)) (ADD (MUL (ADD %%y %%u) (CONST:int64 8)) (ADD %%x %%v))))))\n"
+           "%%n = (RANGE loop 0 (CONST:int64 %lld))\n%%o = (RANGE loop 1 (CONST:int64 %lld))\n"
+           "%%y = (RANGE loop 2 (CONST:int64 %lld))\n%%x = (RANGE loop 3 (CONST:int64 6))\n"
+           "%%c = (RANGE reduce 4 (CONST:int64 %lld))\n%%u = (RANGE reduce 5 (CONST:int64 3))\n%%v = (RANGE reduce 6 (CONST:int64 3))\n"
+           "%%w = (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%o (CONST:int64 %lld)) (ADD (MUL %%c (CONST:int64 9)) (ADD (MUL %%u (CONST:int64 3)) %%v)))))\n"
+           "%%i = (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %%n (CONST:int64 %lld)) (ADD (MUL %%c (CONST:int64 %lld)) (ADD (MUL (ADD %%y %%u) (CONST:int64 8)) (ADD %%x %%v))))))\n"
            "(SINK (END %%n (END %%o (END %%y (END %%x (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %%n (CONST:int64 %lld)) "
-           "(ADD (MUL %%o (CONST:int64 18)) (ADD (MUL %%y (CONST:int64 6)) %%x)))) (REDUCE ADD (MUL %%w %%i) %%c %%u %%v)))))))",
-           (long long)o, (long long)(o * 18));
+           "(ADD (MUL %%o (CONST:int64 %lld)) (ADD (MUL %%y (CONST:int64 6)) %%x)))) (REDUCE ADD (MUL %%w %%i) %%c %%u %%v)))))))",
+           (long long)n, (long long)o, (long long)ys, (long long)ci, (long long)(ci * 9), (long long)(ci * plane),
+           (long long)plane, (long long)(o * ys * 6), (long long)(ys * 6));
   return buf;
 }
 
-/* Reorder (reorder.c) and the whole staged panel (tile.c): a convolution's
+/* Reorder (reorder.c) and the staged panel (tile.c): a convolution's
  * output channels, which two registers divide (x does not), become the
  * columns, x the rows; its weights, strided along the channels, are
- * staged once inside n for every column block. Bit for bit the kernel
- * before; reorder = off leaves x the columns. */
-static void check_conv(Ctx *ctx, int64_t o, unsigned vector_bytes, const OptConfig *c, int vectors, const char *vec,
-                       bool staged, const char *what) {
-  const UOp *k = uj_parse(ctx, conv_sized(o), what);
+ * staged once inside n for every column block (whole) or, too big for
+ * that, one column block's at a time, the column loop moved out around
+ * the rows (per block). Bit for bit the kernel before; reorder = off
+ * leaves x the columns. */
+enum { NOT_STAGED, WHOLE, PER_BLOCK };
+
+static void check_conv(Ctx *ctx, int64_t n, int64_t o, int64_t ci, int64_t ys, unsigned vector_bytes, const OptConfig *c,
+                       int vectors, const char *vec, int staged, const char *what) {
+  const UOp *k = uj_parse(ctx, conv_sized(n, o, ci, ys), what);
   const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = vector_bytes}, c) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
-  /* the nest after a whole panel: END(n, fill, END(y, END(x', END(o', block)))) */
-  const UOp *n = up ? up->src[0] : NULL;
-  bool fill_in_n = n && n->op == UJ_OP_END && n->nsrc == 3 && n->src[2]->op == UJ_OP_END && n->src[2]->src[0]->src[0]->vmin == 3;
-  CHECK(text && count_of(text, vec) == vectors && (strstr(text, "ALLOC") != NULL) == staged && fill_in_n == staged,
-        "%s: %d x %s, %s:\n%s", what, vectors, vec, staged ? "the panel staged once inside n" : "not staged",
+  /* whole: END(n, fill, END(y, ..)); per block: END(n, END(o', fill, END(y, ..))) */
+  const UOp *e = up ? up->src[0] : NULL;
+  bool whole = e && e->op == UJ_OP_END && e->nsrc == 3 && e->src[2]->op == UJ_OP_END && opt_const_bound(e->src[2]->src[0]) == ys;
+  const UOp *cols = e && e->op == UJ_OP_END && e->nsrc == 2 ? e->src[1] : NULL;
+  bool per_block = cols && cols->op == UJ_OP_END && cols->nsrc == 3 && cols->src[2]->op == UJ_OP_END &&
+                   opt_const_bound(cols->src[2]->src[0]) == ys;
+  int got = whole ? WHOLE : per_block ? PER_BLOCK : NOT_STAGED;
+  CHECK(text && count_of(text, vec) == vectors && (strstr(text, "ALLOC") != NULL) == (staged != NOT_STAGED) && got == staged,
+        "%s: %d x %s, %s:\n%s", what, vectors, vec, staged == WHOLE ? "the whole panel staged inside n" : staged == PER_BLOCK ? "a column block's panel staged inside o'" : "not staged",
         text ? text : uj_error(ctx));
   free(text);
   DType f = dt_scalar(UJ_FLOAT32);
-  size_t out = (size_t)(2 * o * 18), weights = (size_t)(o * 72), input = 2 * 320;
+  size_t out = (size_t)(n * o * ys * 6), weights = (size_t)(o * ci * 9), input = (size_t)(n * ci * (ys + 2) * 8);
   JitBuffers b = {3, {f, f, f}, {out, weights, input}, {fill(f, out, 0), fill(f, weights, 1), fill(f, input, 2)}};
   check_same_buffers(ctx, k, up, &b, what);
 }
 
 static void test_conv(Ctx *ctx) {
-  check_conv(ctx, 16, 16, &(OptConfig){0}, 4, "REDUCE:float32x4 ", true, "16 channels, SSE: 2 rows of x x 2 registers of channels");
-  check_conv(ctx, 64, 64, &(OptConfig){0}, 4, "REDUCE:float32x16 ", true, "64 channels, AVX-512: 2 rows x 2 registers");
-  check_conv(ctx, 16, 16, &(OptConfig){.reorder = OPT_OFF}, 0, "REDUCE:float32x4 ", false, "reorder off: x stays the columns");
-  check_conv(ctx, 16, 16, &(OptConfig){.stage = OPT_OFF}, 4, "REDUCE:float32x4 ", false, "reordered, not staged");
-  check_conv(ctx, 12, 16, &(OptConfig){0}, 0, "REDUCE:float32x4 ", false, "12 channels: 2 registers do not divide them");
+  check_conv(ctx, 2, 16, 8, 3, 16, &(OptConfig){0}, 4, "REDUCE:float32x4 ", WHOLE, "16 channels, SSE: 2 rows of x x 2 registers of channels");
+  check_conv(ctx, 2, 64, 8, 3, 64, &(OptConfig){0}, 4, "REDUCE:float32x16 ", WHOLE, "64 channels, AVX-512: 2 rows x 2 registers");
+  check_conv(ctx, 1, 256, 64, 1, 64, &(OptConfig){0}, 4, "REDUCE:float32x16 ", PER_BLOCK,
+             "256 channels of 576 weights: 576 KiB, a column block's panel at a time");
+  check_conv(ctx, 2, 16, 8, 3, 16, &(OptConfig){.reorder = OPT_OFF}, 0, "REDUCE:float32x4 ", NOT_STAGED, "reorder off: x stays the columns");
+  check_conv(ctx, 2, 16, 8, 3, 16, &(OptConfig){.stage = OPT_OFF}, 4, "REDUCE:float32x4 ", NOT_STAGED, "reordered, not staged");
+  check_conv(ctx, 2, 12, 8, 3, 16, &(OptConfig){0}, 0, "REDUCE:float32x4 ", NOT_STAGED, "12 channels: 2 registers do not divide them");
 }
 
 /* Forced configs (opt_apply) do what they say; ones a kernel cannot

@@ -23,13 +23,14 @@
 
 enum { REORDER_MAX_LOOPS = 16 };
 
-/* Bytes of the panel the loads of value that vary along o and the
- * reduction would take staged: each such load's elements over o's bound
- * and the reduction's length; -1 when a load of it is gated. */
-static int64_t panel_bytes(Ctx *ctx, const UOp *value, const UOp *o, const UOp *const *k, size_t nk) {
+/* Bytes of one column block's panel (columns wide) of the loads of value
+ * that vary along o and the reduction, staged: each such load's elements
+ * over the block and the reduction's length; -1 when a load of it is
+ * gated. */
+static int64_t panel_bytes(Ctx *ctx, const UOp *value, const UOp *o, const UOp *const *k, size_t nk, int64_t columns) {
   const UOp **nodes = NULL;
   size_t m = uop_toposort(ctx, value, &nodes);
-  int64_t len = opt_const_bound(o), bytes = 0;
+  int64_t len = columns, bytes = 0;
   for (size_t x = 0; x < nk; x++) len *= opt_const_bound(k[x]);
   for (size_t i = 0; i < m && bytes >= 0; i++) {
     const UOp *u = nodes[i], *idx = u->op == UJ_OP_LOAD ? u->src[0] : NULL;
@@ -55,7 +56,7 @@ const UOp *opt_reorder(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const
   size_t pick = n;
   for (size_t i = n - 1; i-- > 0 && pick == n;) {
     const UOp *o = ends[i]->src[0];
-    int64_t b = opt_const_bound(o), bytes = b ? panel_bytes(ctx, value, o, k, nk) : -1;
+    int64_t b = opt_const_bound(o), bytes = b ? panel_bytes(ctx, value, o, k, nk, two) : -1;
     if (range_kind(o) == AXIS_LOOP && b % two == 0 && opt_depends(ctx, value, o) && bytes >= 0 &&
         bytes <= OPT_PANEL_MAX_BYTES)
       pick = i;

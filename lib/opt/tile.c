@@ -200,16 +200,31 @@ static const UOp *rows_end_of(const UOp *kernel) {
  * A convolution's weights are read along the output channels (the
  * columns) 576 elements apart: staged, 2 vector loads a step. */
 static const UOp *stage_whole(Ctx *ctx, const UOp *kernel, const UOp *outer, const UOp *const *k, size_t nk,
-                              const UOp *const *loads, size_t m, unsigned w) {
+                              const UOp *const *loads, size_t m, unsigned w, bool per_block) {
   const UOp *inner = outer->src[1], *j = inner->src[0], *at = kernel->src[0];
   for (const UOp *e = kernel->src[0]; e != outer; e = e->src[1]) {
     bool read = false;
     for (size_t x = 0; x < m && !read; x++) read = opt_contains(ctx, loads[x], e->src[0]);
     if (read) at = e;
   }
-  const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, j, loads, m, w, opt_next_axis(ctx, kernel), &fill);
-  const UOp *body = block ? substitute(ctx, at->src[1], inner, block) : NULL;
-  const UOp *staged = body ? uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], fill, body}, 3, arg_none()) : NULL;
+  const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, per_block ? NULL : j, loads, m, w,
+                                               opt_next_axis(ctx, kernel), &fill);
+  if (!block) return NULL;
+  if (!per_block) {
+    const UOp *body = substitute(ctx, at->src[1], inner, block);
+    const UOp *staged = body ? uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], fill, body}, 3, arg_none()) : NULL;
+    return staged ? substitute(ctx, kernel, at, staged) : NULL;
+  }
+  /* one column block's panel: the column loop moves out to just inside
+   * `at`, the block's stores into the rows' loop */
+  const UOp **src = malloc(block->nsrc * sizeof *src), *rows = NULL;
+  if (!src) return ctx_set_error(ctx, "opt_tile: out of memory"), NULL;
+  memcpy(src, block->src, block->nsrc * sizeof *src), src[0] = outer->src[0];
+  rows = uop_new(ctx, UJ_OP_END, outer->dtype, src, block->nsrc, arg_none());
+  free(src);
+  const UOp *body = rows ? substitute(ctx, at->src[1], outer, rows) : NULL;
+  const UOp *cols = body ? uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){j, fill, body}, 3, arg_none()) : NULL;
+  const UOp *staged = cols ? uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], cols}, 2, arg_none()) : NULL;
   return staged ? substitute(ctx, kernel, at, staged) : NULL;
 }
 
@@ -225,7 +240,8 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   unsigned w = 0;
   size_t m = config->stage == OPT_OFF ? 0 : panel_loads(ctx, inner, i, j, k, &nk, &w, loads, TILE_MAX_PANEL);
   int64_t elem = m ? (int64_t)elem_bytes(loads[0]->dtype) : 0, panel = m ? longest * (int64_t)m * elem : 0;
-  bool whole = m && kernel->src[0] != outer && panel * opt_const_bound(j) <= OPT_PANEL_MAX_BYTES;
+  bool around = m && kernel->src[0] != outer, whole = around && panel * opt_const_bound(j) <= OPT_PANEL_MAX_BYTES;
+  bool per_block = around && !whole && panel <= OPT_PANEL_MAX_BYTES && outer->nsrc == 2;
   if (panel > OPT_PANEL_MAX_BYTES) m = 0;
   /* a tile's rows of the other operand: T blocks of (outputs / m) rows of k elements */
   int64_t most = m ? TILE_ROWS_BYTES / ((int64_t)(inner->nsrc - 1) / (int64_t)m * longest * elem) : TILE_MAX_BLOCKS / 2;
@@ -247,7 +263,7 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   }
   for (int64_t t = most; !forced && t >= 2 && !blocks; t--)
     if (rows % t == 0 && rows / t >= TILE_MIN_TILES) blocks = t;
-  if (!blocks) return whole ? stage_whole(ctx, kernel, outer, k, nk, loads, m, w) : kernel;
+  if (!blocks) return whole || per_block ? stage_whole(ctx, kernel, outer, k, nk, loads, m, w, per_block) : kernel;
   int64_t axis = opt_next_axis(ctx, kernel);
   const UOp *nt = uop_const_int(ctx, i->dtype, rows / blocks), *nu = uop_const_int(ctx, i->dtype, blocks);
   const UOp *t = uop_new(ctx, UJ_OP_RANGE, i->dtype, &nt, 1, (Arg){i->name, &axis, 1});
