@@ -191,6 +191,24 @@ static const UOp *rows_end_of(const UOp *kernel) {
   return NULL;
 }
 
+/* The column loop j moved out around the rows, just inside END `at`
+ * (outermost when at is NULL), block's panel filled at its start:
+ *   [END(at, ..] END(i, END(j, block)) [..)] -> [END(at, ] END(j, fill, .. END(i, block)) [..)]
+ * Outputs do not read one another, so any loop order computes them. */
+static const UOp *columns_out(Ctx *ctx, const UOp *kernel, const UOp *outer, const UOp *at, const UOp *fill,
+                              const UOp *block) {
+  const UOp *inner = outer->src[1], **src = malloc(block->nsrc * sizeof *src), *rows = NULL;
+  if (!src) return ctx_set_error(ctx, "opt_tile: out of memory"), NULL;
+  memcpy(src, block->src, block->nsrc * sizeof *src), src[0] = outer->src[0];
+  rows = uop_new(ctx, UJ_OP_END, outer->dtype, src, block->nsrc, arg_none());
+  free(src);
+  const UOp *body = rows && at ? substitute(ctx, at->src[1], outer, rows) : rows;
+  const UOp *cols = body ? uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){inner->src[0], fill, body}, 3, arg_none()) : NULL;
+  if (!at || !cols) return cols ? substitute(ctx, kernel, outer, cols) : NULL;
+  const UOp *staged = uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], cols}, 2, arg_none());
+  return staged ? substitute(ctx, kernel, at, staged) : NULL;
+}
+
 /* No tiles, but loops around the rows (a convolution's batch and output
  * rows): the panel of every column block, staged once inside the
  * innermost of them that its loads depend on (else the outermost, which
@@ -215,17 +233,7 @@ static const UOp *stage_whole(Ctx *ctx, const UOp *kernel, const UOp *outer, con
     const UOp *staged = body ? uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], fill, body}, 3, arg_none()) : NULL;
     return staged ? substitute(ctx, kernel, at, staged) : NULL;
   }
-  /* one column block's panel: the column loop moves out to just inside
-   * `at`, the block's stores into the rows' loop */
-  const UOp **src = malloc(block->nsrc * sizeof *src), *rows = NULL;
-  if (!src) return ctx_set_error(ctx, "opt_tile: out of memory"), NULL;
-  memcpy(src, block->src, block->nsrc * sizeof *src), src[0] = outer->src[0];
-  rows = uop_new(ctx, UJ_OP_END, outer->dtype, src, block->nsrc, arg_none());
-  free(src);
-  const UOp *body = rows ? substitute(ctx, at->src[1], outer, rows) : NULL;
-  const UOp *cols = body ? uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){j, fill, body}, 3, arg_none()) : NULL;
-  const UOp *staged = cols ? uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], cols}, 2, arg_none()) : NULL;
-  return staged ? substitute(ctx, kernel, at, staged) : NULL;
+  return columns_out(ctx, kernel, outer, at, fill, block); /* one column block's panel at a time */
 }
 
 const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
@@ -254,12 +262,7 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
    * it once each (64 x 4096 x 4096: twice, strided) */
   if (!forced && m && rows >= 2 && rows <= most && outer->nsrc == 2 && kernel->src[0] == outer) {
     const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, NULL, loads, m, w, opt_next_axis(ctx, kernel), &fill);
-    const UOp **src = block ? malloc(block->nsrc * sizeof *src) : NULL, *rows_end = NULL; /* END(i, the block's stores) */
-    if (src) memcpy(src, block->src, block->nsrc * sizeof *src), src[0] = i;
-    if (src) rows_end = uop_replace_src(ctx, block, src, block->nsrc);
-    free(src);
-    const UOp *cols_end = rows_end ? uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){j, fill, rows_end}, 3, arg_none()) : NULL;
-    return cols_end ? substitute(ctx, kernel, outer, cols_end) : NULL;
+    return block ? columns_out(ctx, kernel, outer, NULL, fill, block) : NULL;
   }
   for (int64_t t = most; !forced && t >= 2 && !blocks; t--)
     if (rows % t == 0 && rows / t >= TILE_MIN_TILES) blocks = t;
