@@ -215,6 +215,8 @@ static const UOp *columns_out(Ctx *ctx, const UOp *kernel, const UOp *outer, con
  * threads may split: what is outside it would run in every part):
  *   END(n, .. END(i, END(j, block)))
  *   -> END(n, fill, .. END(i, END(j, block reading p[(k·J + j)·m/w + ..])))
+ * per_block (every block's panel over the budget, one's not): one column
+ * block's panel at a time, the column loop moved there (columns_out).
  * A convolution's weights are read along the output channels (the
  * columns) 576 elements apart: staged, 2 vector loads a step. */
 static const UOp *stage_whole(Ctx *ctx, const UOp *kernel, const UOp *outer, const UOp *const *k, size_t nk,
@@ -233,7 +235,7 @@ static const UOp *stage_whole(Ctx *ctx, const UOp *kernel, const UOp *outer, con
     const UOp *staged = body ? uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], fill, body}, 3, arg_none()) : NULL;
     return staged ? substitute(ctx, kernel, at, staged) : NULL;
   }
-  return columns_out(ctx, kernel, outer, at, fill, block); /* one column block's panel at a time */
+  return columns_out(ctx, kernel, outer, at, fill, block);
 }
 
 const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {

@@ -319,7 +319,7 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const 
   for (unsigned u = 0; u < total; u++)
     if (!(effects[1 + u] = in_lane(&l, store, u))) return NULL;
   const UOp *inner = uop_new(ctx, UJ_OP_END, end->dtype, effects, 1 + total, arg_none());
-  bool tail = r->src[0]->vmin % columns != 0;
+  bool tail = bound % columns != 0;
   bool scalar_tail = true;
   const UOp *rest = tail && naxes == 2 ? vector_tail(ctx, kernel, store, axes, width, &scalar_tail) : NULL;
   if (tail && scalar_tail) rest = tail_end(ctx, kernel, store, axes, naxes);
