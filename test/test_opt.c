@@ -97,17 +97,23 @@ static void check_upcast(Ctx *ctx, const char *t, const char *value, int64_t n, 
   check_upcast_sum(ctx, t, NULL, value, n, 32, lanes, what);
 }
 
+/* How many times what occurs in text. */
+static int count_of(const char *text, const char *what);
+
 /* Upcast's tail (B mod U columns): one vector REDUCE of its lanes for
  * each row lane when that is a power of 2 from 4 to a register and rows
- * are blocked (want: its dtype), else scalar REDUCEs (want NULL); bit
- * for bit either way. */
+ * are blocked (want: its dtype; the 8 rows' REDUCEs side by side, one
+ * pass of the tail), else scalar REDUCEs (want NULL); bit for bit either
+ * way. */
 static void check_tail(Ctx *ctx, int64_t n, unsigned vector_bytes, const char *want, const char *what) {
   const UOp *k = uj_parse(ctx, gemm("float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", n), what);
   const UOp *up = k ? opt_upcast(ctx, k, vector_bytes, &(OptConfig){0}) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   bool scalar = text && strstr(text, "(REDUCE:float32 ") != NULL;
-  CHECK(text && (want ? strstr(text, want) != NULL && !scalar : scalar), "%s: %s:\n%s", what,
-        want ? want : "scalar REDUCEs", text ? text : uj_error(ctx));
+  char def[64];
+  snprintf(def, sizeof def, "= %s", want ? want : "");
+  CHECK(text && (want ? count_of(text, def) == 8 && !scalar : scalar), "%s: %s:\n%s", what,
+        want ? "8 vector REDUCEs, one a row" : "scalar REDUCEs", text ? text : uj_error(ctx));
   free(text);
   check_same(ctx, k, up, dt_scalar(UJ_FLOAT32), 16, 24, n, what);
 }

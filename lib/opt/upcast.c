@@ -230,40 +230,47 @@ static const UOp *tail_end(Ctx *ctx, const UOp *kernel, const UOp *store, const 
 }
 
 /* The tail as vectors, when the rest R = B mod U of the columns is a
- * power of 2 from 4 to one register and rows are blocked: for each row
- * lane t of the row block (a loop), one REDUCE of R lanes per REDUCE of
- * the value, as a block of one row and R columns at c = (B/U)·U + u:
- * END(t, STORE(out[f(base + u)], g(GEP(V, u))) for u < R). 1000 columns:
- * 31 blocks of 32 and 8 columns, one ymm FMA a step of k for each row
- * where the scalar tail did 8 (15 % of the GEMM's time). NULL when out of
- * memory; *none when the tail is not that. */
+ * power of 2 from 4 to one register and rows are blocked: one REDUCE of
+ * R lanes per REDUCE of the value for each row lane of the row block, as
+ * a block of those rows and R columns at c = (B/U)·U + u, in a loop of
+ * one step (the tail's place in the nest is a loop):
+ * END(t, STORE(out[f(row r, base + u)], g(GEP(V_r, u))) for r, u < R).
+ * The rows' REDUCEs share one loop over k, each its own accumulator: at
+ * 1000 columns (31 blocks of 32 and 8) 8 ymm FMAs a step of k, where a
+ * loop over the rows, one REDUCE a pass, waited on each FMA's latency
+ * (and the scalar tail did 8 scalar FMAs a row). NULL when out of memory;
+ * *none when the tail is not that. */
 static const UOp *vector_tail(Ctx *ctx, const UOp *kernel, const UOp *store, const Axis *axes, unsigned width, bool *none) {
   const Axis *c = &axes[0], *row = &axes[1];
   int64_t bound = c->range->src[0]->vmin, base = bound / c->lanes * c->lanes, axis = opt_next_axis(ctx, kernel);
   unsigned rest = (unsigned)(bound - base), rows = row->lanes;
-  const UOp *reduces[UPCAST_MAX_REDUCES], *vectors[UPCAST_MAX_REDUCES], *effects[1 + UPCAST_MAX_COLUMNS];
-  size_t n = 0;
-  *none = rest < UPCAST_MIN_COLUMNS || rest > width || (rest & (rest - 1)) || base % rest;
+  const UOp *reduces[UPCAST_MAX_REDUCES], *vectors[UPCAST_MAX_REDUCES], *effects[1 + UPCAST_MAX_LANES];
+  *none = rest < UPCAST_MIN_COLUMNS || rest > width || (rest & (rest - 1)) || base % rest || rows * rest > UPCAST_MAX_LANES;
   if (*none) return NULL;
-  const UOp *nr = uop_const_int(ctx, row->range->dtype, rows);
-  const UOp *t = uop_new(ctx, UJ_OP_RANGE, row->range->dtype, &nr, 1, (Arg){row->range->name, &axis, 1});
-  const UOp *at = t ? uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, row->outer, nr), t) : NULL;
-  const UOp *one = at ? opt_substitute(ctx, store, &row->range, &at, 1) : NULL;
-  if (!one) return NULL;
-  Axis columns = {c->range, uop_const_int(ctx, c->range->dtype, base / rest), rest};
-  if (!find_reduces(ctx, one->src[1], c->range, reduces, &n, UPCAST_MAX_REDUCES) || !n) return *none = true, NULL;
-  Lane l = {ctx, &columns, 1, {NULL, NULL}, NULL, NULL, 0, 0, rest, 1, rest};
-  for (size_t i = 0; i < n; i++) {
-    const UOp *x[UPCAST_MAX_COLUMNS];
-    for (unsigned u = 0; u < rest; u++)
-      if (!(x[u] = in_lane(&l, reduces[i]->src[0], u))) return NULL;
-    if (!(vectors[i] = row_reduce(ctx, reduces[i], x, rest))) return NULL;
-  }
-  l.reduces = reduces, l.vectors = vectors, l.nreduces = n;
+  const UOp *n1 = uop_const_int(ctx, row->range->dtype, 1);
+  const UOp *t = uop_new(ctx, UJ_OP_RANGE, row->range->dtype, &n1, 1, (Arg){row->range->name, &axis, 1});
+  if (!t) return NULL;
   effects[0] = t;
-  for (unsigned u = 0; u < rest; u++)
-    if (!(effects[1 + u] = in_lane(&l, one, u))) return NULL;
-  return uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), effects, 1 + rest, arg_none());
+  Axis columns = {c->range, uop_const_int(ctx, c->range->dtype, base / rest), rest};
+  for (unsigned r = 0; r < rows; r++) {
+    const UOp *at = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, row->outer, uop_const_int(ctx, row->outer->dtype, rows)),
+                               uop_const_int(ctx, row->outer->dtype, r));
+    const UOp *one = at ? opt_substitute(ctx, store, &row->range, &at, 1) : NULL;
+    size_t n = 0;
+    if (!one) return NULL;
+    if (!find_reduces(ctx, one->src[1], c->range, reduces, &n, UPCAST_MAX_REDUCES) || !n) return *none = true, NULL;
+    Lane l = {ctx, &columns, 1, {NULL, NULL}, NULL, NULL, 0, 0, rest, 1, rest};
+    for (size_t i = 0; i < n; i++) {
+      const UOp *x[UPCAST_MAX_COLUMNS];
+      for (unsigned u = 0; u < rest; u++)
+        if (!(x[u] = in_lane(&l, reduces[i]->src[0], u))) return NULL;
+      if (!(vectors[i] = row_reduce(ctx, reduces[i], x, rest))) return NULL;
+    }
+    l.reduces = reduces, l.vectors = vectors, l.nreduces = n;
+    for (unsigned u = 0; u < rest; u++)
+      if (!(effects[1 + r * rest + u] = in_lane(&l, one, u))) return NULL;
+  }
+  return uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), effects, 1 + rows * rest, arg_none());
 }
 
 const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config) {
