@@ -35,18 +35,24 @@
 #include "rewrite/rewrite.h"
 #include "uop/alu.h"
 
-/* T: the tile's rows of the other operand within 1 MiB (256 rows of
- * k = 1024 float32, 128 of 2048: with a panel of up to 512 KiB they stay
- * in a 2 MiB L2), at most 32 row blocks (16 without a staged panel); at
- * least 2 tiles so that threads have tiles to split; the reduction at
- * least 64 long and 2 column blocks, or there is nothing to reuse.
- * Each tile fills its panels again, reading b a row apart (4 KiB at 1024
- * columns: no prefetcher follows): 11–26 % of a GEMM's time (measured
- * with a fill that reads one row), so big tiles pay. Measured, one
- * thread, medians of 15 runs on this noisy VM, against 512 KiB and 16
- * blocks: 1000^3 27 -> 21 ms (T = 5 -> 25), 1024^3 26 -> 22 ms (16 ->
- * 32), 2048^3 252 -> 222 ms (8 -> 16). */
-enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 1024 << 10 };
+/* T: the tile's rows of the other operand within 2 MiB (512 rows of
+ * k = 1024 float32, 256 of 2048), at most 32 row blocks (16 without a
+ * staged panel); at least 2 tiles so that threads have tiles to split;
+ * the reduction at least 64 long and 2 column blocks, or there is
+ * nothing to reuse. Each tile fills its panels again, reading b a row
+ * apart (4 KiB at 1024 columns: no prefetcher follows): 11–26 % of a
+ * GEMM's time (measured with a fill that reads one row; a C loop filling
+ * 2048 x 32 panels of a 2048-column b: 19 us a panel, 16 with software
+ * prefetch), so big tiles pay, even past L2: 2048 rows of 8 KiB (T = 32)
+ * and a 256 KiB panel do not fit a 2 MiB L2, but the rows stream back
+ * from L3 as 8 sequential rows a block, which the prefetchers follow.
+ * Measured, one thread, medians of 15 runs on this noisy VM, against
+ * 512 KiB and 16 blocks: 1000^3 27 -> 21 ms (T = 5 -> 25), 1024^3 26 ->
+ * 22 ms (16 -> 32), 2048^3 252 -> 222 ms (8 -> 16); 1 MiB -> 2 MiB
+ * (2048^3: 16 -> 32): best of 12 interleaved runs 162 -> 143-148 ms,
+ * medians 201-204 -> 183-187 (two sessions); 2 threads 75 -> 71 ms.
+ * 4 MiB and 64 blocks measured no better. */
+enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 2048 << 10 };
 
 /* The staged panel: at most 64 loads a step (2 AVX-512 registers of
  * int8), at most half the CPU's 1 MiB of kernel stack (docs/semantics.md,
