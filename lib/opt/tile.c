@@ -52,6 +52,9 @@
  * (2048^3: 16 -> 32): best of 12 interleaved runs 162 -> 143-148 ms,
  * medians 201-204 -> 183-187 (two sessions); 2 threads 75 -> 71 ms.
  * 4 MiB and 64 blocks measured no better. */
+/* One tile (below) whatever the rows when threads have at least this
+ * many column blocks to split. */
+enum { TILE_ONE_MIN_COLUMNS = 16 };
 enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 2048 << 10 };
 
 /* The staged panel: at most 64 loads a step (2 AVX-512 registers of
@@ -264,11 +267,17 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   most = most < TILE_MAX_BLOCKS ? most : TILE_MAX_BLOCKS;
   if (forced) /* any T that divides the row blocks; 1: no tiles */
     blocks = config->tile > 1 && config->tile <= (uint64_t)rows && rows % config->tile == 0 ? config->tile : 0;
-  /* a GEMM whose row blocks (two or more) all fit: one tile, the column
-   * loop outermost (threads split it), each panel filled once:
-   * END(j, fill, END(i, block)); b is then read once, where tiles read
-   * it once each (64 x 4096 x 4096: twice, strided) */
-  if (!forced && m && rows >= 2 && rows <= most && outer->nsrc == 2 && kernel->src[0] == outer) {
+  /* a GEMM whose row blocks (two or more) all fit, or that has the
+   * column blocks for threads to split: one tile, the column loop
+   * outermost, each panel filled once: END(j, fill, END(i, block)); b is
+   * then read once, where tiles read it once each (64 x 4096 x 4096:
+   * twice, strided). The rows of a stream from L3 (or memory) once a
+   * column block: 4 bytes for 64 flops, 8 sequential rows a block, which
+   * the prefetchers follow while the block computes, where a tile's
+   * refill is strided and stalls the core (2048^3, 8 tiles -> one: best
+   * 128 -> 114 ms, medians 157 -> 132, one thread) */
+  bool columns_to_split = opt_const_bound(j) >= TILE_ONE_MIN_COLUMNS;
+  if (!forced && m && rows >= 2 && (rows <= most || columns_to_split) && outer->nsrc == 2 && kernel->src[0] == outer) {
     const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, NULL, loads, m, w, opt_next_axis(ctx, kernel), &fill);
     return block ? columns_out(ctx, kernel, outer, NULL, fill, block) : NULL;
   }
