@@ -205,7 +205,8 @@ static void test_tile(Ctx *ctx) {
   check_tile(ctx, "float64", "%mm", 32, 64, 32, 64, ONE_TILE, true, "float64");
   check_tile(ctx, "int32", "%mm", 64, 64, 64, 32, ONE_TILE, true, "int32");
   check_tile(ctx, "float32", "%mm", 512, 64, 64, 64, TILES, true, "gemm 512x64x64: 64 row blocks, 2 tiles of 32");
-  check_tile(ctx, "float32", "%mm", 512, 64, 512, 64, ONE_TILE, true, "gemm 512x64x512: 64 row blocks, 16 column blocks to split");
+  check_tile(ctx, "float32", "%mm", 1024, 64, 512, 64, ONE_TILE, true, "gemm 1024x64x512: 128 row blocks (4 tiles), 16 column blocks to split");
+  check_tile(ctx, "float32", "%mm", 512, 64, 512, 64, TILES, true, "gemm 512x64x512: 64 row blocks, 2 tiles of 32");
   check_tile(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 512, 64, 64, 32, TILES, true, "gemm 512x64x64, AVX2, bias, relu: tiles");
   check_tile(ctx, "float32", "%mm", 64, 24, 128, 64, LEFT, false, "a reduction of 24: nothing to reuse");
   check_tile(ctx, "float32", "%mm", 8, 128, 128, 64, LEFT, false, "one row block: no tiles to split");

@@ -53,8 +53,9 @@
  * medians 201-204 -> 183-187 (two sessions); 2 threads 75 -> 71 ms.
  * 4 MiB and 64 blocks measured no better. */
 /* One tile (below) whatever the rows when threads have at least this
- * many column blocks to split. */
-enum { TILE_ONE_MIN_COLUMNS = 16 };
+ * many column blocks to split and the rows would make this many tiles
+ * (512^3, 2 tiles: one tile measured a little slower on 2 threads). */
+enum { TILE_ONE_MIN_COLUMNS = 16, TILE_ONE_MIN_TILES = 4 };
 enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 2048 << 10 };
 
 /* The staged panel: at most 64 loads a step (2 AVX-512 registers of
@@ -268,7 +269,7 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   if (forced) /* any T that divides the row blocks; 1: no tiles */
     blocks = config->tile > 1 && config->tile <= (uint64_t)rows && rows % config->tile == 0 ? config->tile : 0;
   /* a GEMM whose row blocks (two or more) all fit, or that has the
-   * column blocks for threads to split: one tile, the column loop
+   * column blocks for threads to split and rows for 4 tiles: one tile, the column loop
    * outermost, each panel filled once: END(j, fill, END(i, block)); b is
    * then read once, where tiles read it once each (64 x 4096 x 4096:
    * twice, strided). The rows of a stream from L3 (or memory) once a
@@ -276,7 +277,7 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
    * the prefetchers follow while the block computes, where a tile's
    * refill is strided and stalls the core (2048^3, 8 tiles -> one: best
    * 128 -> 114 ms, medians 157 -> 132, one thread) */
-  bool columns_to_split = opt_const_bound(j) >= TILE_ONE_MIN_COLUMNS;
+  bool columns_to_split = opt_const_bound(j) >= TILE_ONE_MIN_COLUMNS && rows >= TILE_ONE_MIN_TILES * most;
   if (!forced && m && rows >= 2 && (rows <= most || columns_to_split) && outer->nsrc == 2 && kernel->src[0] == outer) {
     const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, NULL, loads, m, w, opt_next_axis(ctx, kernel), &fill);
     return block ? columns_out(ctx, kernel, outer, NULL, fill, block) : NULL;
