@@ -213,6 +213,24 @@ static void test_tile(Ctx *ctx) {
   check_tile(ctx, "float32", "%mm", 64, 128, 32, 64, LEFT, false, "one column block: no panel to reuse");
   check_tile(ctx, "float32", "%mm", 32, 4112, 64, 64, TILES, false, "a panel over 512 KiB: tiles, not staged");
   check_tile(ctx, "float32", "%mm", 64, 96, 72, 64, TILES, true, "72 columns: 2 blocks of 32 and upcast's tail of 8, tiled");
+  /* tiles of 2 row blocks over 5: the last tile has 1 (its row loop's bound a WHERE on the tile);
+   * 72 columns: upcast's tail in each tile too */
+  for (int n = 64; n <= 72; n += 8) {
+    const char *what = n == 64 ? "5 row blocks in tiles of 2, 2, 1" : "5 row blocks in tiles of 2, 2, 1, with a tail";
+    const UOp *g = uj_parse(ctx, gemm_sized("float32", "%mm", 40, 64, n), what);
+    OptConfig two = {.tile = 2};
+    const UOp *blocked = g ? opt_upcast(ctx, g, 64, &two) : NULL, *tiled = blocked ? opt_tile(ctx, blocked, &two) : NULL;
+    char *text = tiled ? uj_print(ctx, tiled) : NULL;
+    const UOp *e = tiled ? tiled->src[0] : NULL, **nodes = NULL;
+    size_t count = tiled ? uop_toposort(ctx, tiled, &nodes) : 0;
+    bool where = false;
+    for (size_t x = 0; x < count; x++) where |= nodes[x]->op == UJ_OP_RANGE && nodes[x]->src[0]->op == UJ_OP_WHERE;
+    free(nodes);
+    CHECK(e && e->op == UJ_OP_END && opt_const_bound(e->src[0]) == 3 && where, "%s: 3 tiles, the rows' bound a WHERE:\n%s", what,
+          text ? text : uj_error(ctx));
+    free(text);
+    if (g) check_same(ctx, g, tiled, dt_scalar(UJ_FLOAT32), 40, 64, n, what);
+  }
   /* a batch loop around the rows and columns (attention's heads): tiles inside it */
   const char *batched =
       "%h = (RANGE loop 0 (CONST:int64 3))\n%i = (RANGE loop 1 (CONST:int64 64))\n%j = (RANGE loop 2 (CONST:int64 64))\n"
@@ -343,7 +361,7 @@ static void test_config(Ctx *ctx) {
   check_config(ctx, &(OptConfig){.rows = 16}, 2, "REDUCE:float32x16 ", true, true, true, "16 rows: more than 8, columns only");
   check_config(ctx, &(OptConfig){.tile = 1}, 16, "REDUCE:float32x16 ", false, false, false, "no tiles: 2^10 iterations, one thread");
   check_config(ctx, &(OptConfig){.tile = 8}, 16, "REDUCE:float32x16 ", true, true, true, "one tile of 8 blocks (the fill loop counts as work)");
-  check_config(ctx, &(OptConfig){.tile = 3}, 16, "REDUCE:float32x16 ", false, false, false, "3 does not divide 8 row blocks");
+  check_config(ctx, &(OptConfig){.tile = 3}, 16, "REDUCE:float32x16 ", true, true, false, "3 over 8 row blocks: tiles of 3, 3, 2");
   check_config(ctx, &(OptConfig){.stage = OPT_OFF}, 16, "REDUCE:float32x16 ", true, false, false, "tiles, no staged panel");
   check_config(ctx, &(OptConfig){.parallel = OPT_OFF}, 16, "REDUCE:float32x16 ", false, true, false, "one thread, one tile");
   for (uint64_t seed = 0; seed < 24; seed++) {

@@ -42,7 +42,7 @@ typedef struct OptConfig {
   OptSwitch lanes;    /* long reductions in lanes (lanes.c) */
   unsigned columns;   /* upcast: columns of a block; 1: none (no upcast) */
   unsigned rows;      /* upcast: rows of a block; 1: columns only */
-  unsigned tile;      /* tile: row blocks a tile; 1: no tiles */
+  unsigned tile;      /* tile: row blocks a tile (the last tile shorter when it does not divide them); 1: no tiles */
   OptSwitch stage;    /* tile: the panel staged in an ALLOC */
   OptSwitch parallel; /* the outer loop on threads */
   OptSwitch reorder;  /* an output loop two registers divide moved innermost (reorder.c) */

@@ -56,6 +56,9 @@
  * many column blocks to split and the rows would make this many tiles
  * (512^3, 2 tiles: one tile measured a little slower on 2 threads). */
 enum { TILE_ONE_MIN_COLUMNS = 16, TILE_ONE_MIN_TILES = 4 };
+/* Tiles: an even count, the last shorter, rather than an odd count of
+ * equal tiles below this (threads split the tiles). */
+enum { TILE_EVEN_BELOW = 8 };
 enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 2048 << 10 };
 
 /* The staged panel: at most 64 loads a step (2 AVX-512 registers of
@@ -266,8 +269,8 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   /* a tile's rows of the other operand: T blocks of (outputs / m) rows of k elements */
   int64_t most = m ? TILE_ROWS_BYTES / ((int64_t)(inner->nsrc - 1) / (int64_t)m * longest * elem) : TILE_MAX_BLOCKS / 2;
   most = most < TILE_MAX_BLOCKS ? most : TILE_MAX_BLOCKS;
-  if (forced) /* any T that divides the row blocks; 1: no tiles */
-    blocks = config->tile > 1 && config->tile <= (uint64_t)rows && rows % config->tile == 0 ? config->tile : 0;
+  if (forced) /* any T up to the row blocks (the last tile shorter when T does not divide them); 1: no tiles */
+    blocks = config->tile > 1 && config->tile <= (uint64_t)rows ? config->tile : 0;
   /* a GEMM whose row blocks (two or more) all fit, or that has the
    * column blocks for threads to split and rows for 4 tiles: one tile, the column loop
    * outermost, each panel filled once: END(j, fill, END(i, block)); b is
@@ -284,12 +287,26 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   }
   for (int64_t t = most; !forced && t >= 2 && !blocks; t--)
     if (rows % t == 0 && rows / t >= TILE_MIN_TILES) blocks = t;
+  /* an odd count of tiles below 8 (125 row blocks: 5 of 25) leaves a
+   * thread of two idle a tile in 3 to 7: an even count of tiles instead,
+   * the last one shorter (125: 32, 32, 32, 29) */
+  if (!forced && most >= 2 && rows > most && (!blocks || (rows / blocks % 2 && rows / blocks < TILE_EVEN_BELOW))) {
+    int64_t n = (rows + most - 1) / most;
+    n += n % 2;
+    int64_t even = (rows + n - 1) / n;
+    if (even >= 2 && rows - (n - 1) * even >= 1) blocks = even;
+  }
+  int64_t ntiles = blocks ? (rows + blocks - 1) / blocks : 0, last = rows - (ntiles - 1) * blocks;
   if (!blocks) return whole || per_block ? stage_whole(ctx, kernel, outer, k, nk, loads, m, w, per_block) : kernel;
   int64_t axis = opt_next_axis(ctx, kernel);
-  const UOp *nt = uop_const_int(ctx, i->dtype, rows / blocks), *nu = uop_const_int(ctx, i->dtype, blocks);
+  const UOp *nt = uop_const_int(ctx, i->dtype, ntiles), *nu = uop_const_int(ctx, i->dtype, blocks);
   const UOp *t = uop_new(ctx, UJ_OP_RANGE, i->dtype, &nt, 1, (Arg){i->name, &axis, 1});
   int64_t axis_u = axis + 1;
-  const UOp *u = uop_new(ctx, UJ_OP_RANGE, i->dtype, &nu, 1, (Arg){i->name, &axis_u, 1});
+  /* the row blocks of tile t: T, or the last tile's (fewer) */
+  const UOp *tile_rows = last == blocks || !t ? nu
+                         : uop_ternary(ctx, UJ_OP_WHERE, uop_binary(ctx, UJ_OP_CMPEQ, t, uop_const_int(ctx, i->dtype, ntiles - 1)),
+                                       uop_const_int(ctx, i->dtype, last), nu);
+  const UOp *u = tile_rows ? uop_new(ctx, UJ_OP_RANGE, i->dtype, &tile_rows, 1, (Arg){i->name, &axis_u, 1}) : NULL;
   if (!t || !u) return NULL;
   /* the block: i -> t·T + u; then END(t, END(j, [fill,] END(u, block))) */
   const UOp *row = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, t, nu), u), *block = inner, *fill = NULL;
@@ -307,7 +324,7 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   const UOp *tail = NULL; /* upcast's tail loop, for each row block of the tile: END(u', tail(t·T + u')) */
   if (outer->nsrc == 3) {
     int64_t axis_v = axis + 3 + (int64_t)nk; /* after the fill's ranges */
-    const UOp *v = uop_new(ctx, UJ_OP_RANGE, i->dtype, &nu, 1, (Arg){i->name, &axis_v, 1});
+    const UOp *v = uop_new(ctx, UJ_OP_RANGE, i->dtype, &tile_rows, 1, (Arg){i->name, &axis_v, 1});
     const UOp *row_v = v ? uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, t, nu), v) : NULL;
     const UOp *rest = row_v ? substitute(ctx, outer->src[2], i, row_v) : NULL;
     if (!rest || !(tail = uop_new(ctx, UJ_OP_END, outer->dtype, (const UOp *[]){v, rest}, 2, arg_none()))) return NULL;
