@@ -33,7 +33,7 @@
  *
  * Usage: bench_peers [--python PATH] [--script PATH] [--only NAME]...
  *        [--budget-s SECONDS]   (defaults /usr/bin/python3, bench/peers.py,
- *        every benchmark, 6 s of rounds a benchmark) */
+ *        every benchmark, 12 s of rounds a benchmark) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
@@ -651,7 +651,7 @@ static void run_bench(Bench *B, const BenchDef *def, RowResult *res) {
 /* ---- main ---- */
 
 static bool parse_options(int argc, char **argv, Options *o) {
-  *o = (Options){"/usr/bin/python3", "bench/peers.py", {0}, 0, 6000};
+  *o = (Options){"/usr/bin/python3", "bench/peers.py", {0}, 0, 12000};
   for (int i = 1; i < argc; i++) {
     bool has_value = i + 1 < argc;
     if (!strcmp(argv[i], "--python") && has_value) o->python = argv[++i];
