@@ -17,10 +17,12 @@
  *
  * Assembly: the loops of a function are its backward jumps (a jump to a
  * label above it); the innermost are those holding no other; of these
- * the one with the most instructions is counted, each instruction put in
+ * the one with the most floating-point arithmetic (FMAs and other FP
+ * ops), then the most instructions, is counted, each instruction put in
  * one class (FMA by width, gather, broadcast, load, store, shuffle, other
  * floating point). It is the hot loop of a kernel as far as the code
- * alone can tell: the loop over the reduction or over the elements. */
+ * alone can tell: the loop over the reduction or over the elements, not
+ * a GEMM's panel copy (larger, but all moves). */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <errno.h>
@@ -257,16 +259,16 @@ static void asm_note_jump(AsmLoops *L, const char *op, const char *operands, int
     }
 }
 
-/* The largest loop that holds no other; -1 when none. */
-static int asm_hot_loop(const AsmLoops *L) {
-  int best = -1;
-  for (int i = 0; i < L->nloops; i++) {
-    bool inner = true;
-    for (int j = 0; j < L->nloops && inner; j++)
-      inner = j == i || !(L->start[j] >= L->start[i] && L->end[j] <= L->end[i] && L->end[j] - L->start[j] < L->end[i] - L->start[i]);
-    if (inner && (best < 0 || L->end[i] - L->start[i] > L->end[best] - L->start[best])) best = i;
-  }
-  return best;
+/* Whether loop i holds no other. */
+static bool asm_innermost(const AsmLoops *L, int i) {
+  for (int j = 0; j < L->nloops; j++)
+    if (j != i && L->start[j] >= L->start[i] && L->end[j] <= L->end[i] && L->end[j] - L->start[j] < L->end[i] - L->start[i])
+      return false;
+  return true;
+}
+
+static int fp_ops(const AsmMix *m) {
+  return m->fma[0] + m->fma[1] + m->fma[2] + m->fma[3] + m->fp_packed + m->fp_scalar;
 }
 
 /* Over the instructions of text: with find_loops, its labels and loops
@@ -295,10 +297,14 @@ void asm_mix_read(const char *asm_text, AsmMix *out) {
   AsmLoops *L = calloc(1, sizeof *L);
   if (!L || !asm_text) return free(L);
   asm_walk(asm_text, L, 0, 0, out, true);
-  int hot = asm_hot_loop(L);
-  if (hot >= 0) {
-    out->found = true;
-    asm_walk(asm_text, L, L->start[hot], L->end[hot], out, false);
+  AsmMix best = {0};
+  for (int i = 0; i < L->nloops; i++) { /* the innermost loop with the most FP arithmetic, then instructions */
+    AsmMix m = {.widest = out->widest};
+    if (!asm_innermost(L, i)) continue;
+    asm_walk(asm_text, L, L->start[i], L->end[i], &m, false);
+    if (!best.found || fp_ops(&m) > fp_ops(&best) || (fp_ops(&m) == fp_ops(&best) && m.instructions > best.instructions))
+      best = m, best.found = true;
   }
+  if (best.found) *out = best;
   free(L);
 }

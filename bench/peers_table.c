@@ -255,7 +255,7 @@ static void print_goals(FILE *f, const RowResult *rows, size_t n, const Machine 
              "(flops at peak, or bytes at the copy bandwidth of as many threads) and the goal's peer rated the "
              "same way; the kernels' own time (UJ_DEBUG \"ran in\", one realize after the rounds) against the "
              "realize; the hottest kernel's assembly (uj_emit of its UOps) and the instructions of its hot loop "
-             "(its largest innermost loop).\n\n");
+             "(the innermost loop with the most floating-point arithmetic).\n\n");
   for (size_t i = 0; i < n; i++)
     for (int l = 0; l < NLINES; l++)
       if (goal_met(&rows[i], m, l) == 0) print_reason(f, &rows[i], m, l);
