@@ -52,14 +52,16 @@
  * (2048^3: 16 -> 32): best of 12 interleaved runs 162 -> 143-148 ms,
  * medians 201-204 -> 183-187 (two sessions); 2 threads 75 -> 71 ms.
  * 4 MiB and 64 blocks measured no better. */
-/* One tile (below) whatever the rows when threads have at least this
+enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 2048 << 10 };
+
+/* One tile (opt_tile) whatever the rows when threads have at least this
  * many column blocks to split and the rows would make this many tiles
  * (512^3, 2 tiles: one tile measured a little slower on 2 threads). */
 enum { TILE_ONE_MIN_COLUMNS = 16, TILE_ONE_MIN_TILES = 4 };
+
 /* Tiles: an even count, the last shorter, rather than an odd count of
  * equal tiles below this (threads split the tiles). */
 enum { TILE_EVEN_BELOW = 8 };
-enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 2048 << 10 };
 
 /* The staged panel: at most 64 loads a step (2 AVX-512 registers of
  * int8), at most half the CPU's 1 MiB of kernel stack (docs/semantics.md,
@@ -272,14 +274,14 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   if (forced) /* any T up to the row blocks (the last tile shorter when T does not divide them); 1: no tiles */
     blocks = config->tile > 1 && config->tile <= (uint64_t)rows ? config->tile : 0;
   /* a GEMM whose row blocks (two or more) all fit, or that has the
-   * column blocks for threads to split and rows for 4 tiles: one tile, the column loop
-   * outermost, each panel filled once: END(j, fill, END(i, block)); b is
-   * then read once, where tiles read it once each (64 x 4096 x 4096:
-   * twice, strided). The rows of a stream from L3 (or memory) once a
-   * column block: 4 bytes for 64 flops, 8 sequential rows a block, which
-   * the prefetchers follow while the block computes, where a tile's
-   * refill is strided and stalls the core (2048^3, 8 tiles -> one: best
-   * 128 -> 114 ms, medians 157 -> 132, one thread) */
+   * column blocks for threads to split and rows for 4 tiles: one tile,
+   * the column loop outermost, each panel filled once: END(j, fill,
+   * END(i, block)); b is then read once, where tiles read it once each
+   * (64 x 4096 x 4096: twice, strided). The rows of a stream from L3 (or
+   * memory) once a column block: 4 bytes for 64 flops, 8 sequential rows
+   * a block, which the prefetchers follow while the block computes, where
+   * a tile's refill is strided and stalls the core (2048^3, 8 tiles ->
+   * one, one thread: best 128 -> 114 ms and 140 -> 128 in two sessions) */
   bool columns_to_split = opt_const_bound(j) >= TILE_ONE_MIN_COLUMNS && rows >= TILE_ONE_MIN_TILES * most;
   if (!forced && m && rows >= 2 && (rows <= most || columns_to_split) && outer->nsrc == 2 && kernel->src[0] == outer) {
     const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, NULL, loads, m, w, opt_next_axis(ctx, kernel), &fill);
