@@ -51,20 +51,24 @@ static int64_t now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Spins until *x differs from old (or the pool stops), for at most
- * POOL_SPIN_NS; the caller then waits on a condition variable. */
-static void spin_ulong(Pool *p, atomic_ulong *x, unsigned long old) {
+/* Spins while waiting(p, seen) holds, for at most POOL_SPIN_NS; the
+ * caller then sleeps on a condition variable if it still must. */
+static void spin_while(Pool *p, bool (*waiting)(Pool *, unsigned long), unsigned long seen) {
   int64_t end = now_ns() + POOL_SPIN_NS;
-  for (unsigned i = 1; atomic_load_explicit(x, memory_order_acquire) == old && !atomic_load(&p->stop); i++)
+  for (unsigned i = 1; waiting(p, seen); i++)
     if (i % POOL_SPIN_CHECK == 0 && now_ns() > end) return;
     else cpu_relax();
 }
 
-static void spin_done(Pool *p) {
-  int64_t end = now_ns() + POOL_SPIN_NS;
-  for (unsigned i = 1; atomic_load_explicit(&p->pending, memory_order_acquire) != 0; i++)
-    if (i % POOL_SPIN_CHECK == 0 && now_ns() > end) return;
-    else cpu_relax();
+/* A worker: no launch after the one it saw, and the pool runs on. */
+static bool no_launch(Pool *p, unsigned long seen) {
+  return atomic_load_explicit(&p->generation, memory_order_acquire) == seen && !atomic_load(&p->stop);
+}
+
+/* The caller: workers still running their parts. */
+static bool parts_running(Pool *p, unsigned long unused) {
+  (void)unused;
+  return atomic_load_explicit(&p->pending, memory_order_acquire) != 0;
 }
 
 static void *worker_main(void *self) {
@@ -72,7 +76,7 @@ static void *worker_main(void *self) {
   Pool *p = w->pool;
   unsigned long seen = 0;
   for (;;) {
-    spin_ulong(p, &p->generation, seen);
+    spin_while(p, no_launch, seen);
     pthread_mutex_lock(&p->lock);
     while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->lock);
     if (p->stop) break;
@@ -135,7 +139,7 @@ void pool_run(Pool *p, PoolFn fn, void *arg) {
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->lock);
   fn(arg, 0, p->nthreads);
-  spin_done(p);
+  spin_while(p, parts_running, 0);
   pthread_mutex_lock(&p->lock);
   while (p->pending) pthread_cond_wait(&p->done, &p->lock);
   p->last_threads = 1 + p->ran;
