@@ -63,15 +63,19 @@ static const UOp *lane_of(void *user, const UOp *u, const UOp *rebuilt) {
   return rebuilt;
 }
 
+/* Lane `lane` of axis ax: outer * lanes + lane. */
+static const UOp *axis_at(Ctx *ctx, const Axis *ax, unsigned lane) {
+  const UOp *k = uop_const_int(ctx, ax->outer->dtype, ax->lanes), *v = uop_const_int(ctx, ax->outer->dtype, lane);
+  return uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, ax->outer, k), v);
+}
+
 /* x in lane u (u = row lane * column lanes + column lane): each axis's
  * range replaced by outer * lanes + its lane. */
 static const UOp *in_lane(Lane *l, const UOp *x, unsigned u) {
   unsigned rest = u;
   for (unsigned a = 0; a < l->naxes; a++) {
-    const Axis *ax = &l->axes[a];
-    const UOp *k = uop_const_int(l->ctx, ax->outer->dtype, ax->lanes), *v = uop_const_int(l->ctx, ax->outer->dtype, rest % ax->lanes);
-    l->at[a] = uop_binary(l->ctx, UJ_OP_ADD, uop_binary(l->ctx, UJ_OP_MUL, ax->outer, k), v);
-    rest /= ax->lanes;
+    l->at[a] = axis_at(l->ctx, &l->axes[a], rest % l->axes[a].lanes);
+    rest /= l->axes[a].lanes;
   }
   l->lane = u;
   return graph_substitute(l->ctx, x, lane_of, l);
@@ -221,9 +225,7 @@ static const UOp *tail_end(Ctx *ctx, const UOp *kernel, const UOp *store, const 
   effects[0] = t;
   for (unsigned r = 0; r < rows; r++) {
     const UOp *from[2] = {c->range, naxes == 2 ? axes[1].range : NULL}, *to[2] = {at, NULL};
-    if (naxes == 2)
-      to[1] = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, axes[1].outer, uop_const_int(ctx, axes[1].outer->dtype, rows)),
-                         uop_const_int(ctx, axes[1].outer->dtype, r));
+    if (naxes == 2) to[1] = axis_at(ctx, &axes[1], r);
     if (!t || !at || (naxes == 2 && !to[1]) || !(effects[1 + r] = opt_substitute(ctx, store, from, to, naxes))) return NULL;
   }
   return uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), effects, 1 + rows, arg_none());
@@ -253,8 +255,7 @@ static const UOp *vector_tail(Ctx *ctx, const UOp *kernel, const UOp *store, con
   effects[0] = t;
   Axis columns = {c->range, uop_const_int(ctx, c->range->dtype, base / rest), rest};
   for (unsigned r = 0; r < rows; r++) {
-    const UOp *at = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, row->outer, uop_const_int(ctx, row->outer->dtype, rows)),
-                               uop_const_int(ctx, row->outer->dtype, r));
+    const UOp *at = axis_at(ctx, row, r);
     const UOp *one = at ? opt_substitute(ctx, store, &row->range, &at, 1) : NULL;
     size_t n = 0;
     if (!one) return NULL;
