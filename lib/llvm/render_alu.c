@@ -9,6 +9,7 @@
  * llvm.maximum (NaN wins, -0 < +0), MULACC is one fused rounding (float16
  * and bfloat16 go through double, as the evaluator does), and BITCAST of a
  * NaN gives the canonical NaN's bits. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,10 +101,26 @@ static LLVMValueRef alu_compare(const Renderer *r, const UOp *u, LLVMValueRef a,
 }
 
 /* float16/bfloat16 widened to float32 (exact) where LLVM 19's x86
- * lowering of the narrow type is wrong: llvm.maximum.bf16 loses NaN,
- * fptosi.sat from f16 with AVX512-FP16 gives MIN for NaN. */
+ * lowering of the narrow type is wrong: fptosi.sat from f16 with
+ * AVX512-FP16 gives MIN for NaN (MAX: alu_max_narrow). */
 static LLVMValueRef widen(const Renderer *r, LLVMValueRef x, DType d, uj_scalar via);
 static LLVMValueRef narrow(const Renderer *r, LLVMValueRef x, DType d, uj_scalar via);
+
+/* MAX of float16 / bfloat16 without llvm.maximum: LLVM 19 turns
+ * fptrunc(maximum(fpext a, fpext b)) back into maximum.f16, whose x86
+ * vector lowering loses NaNs (<2 x half> .. <32 x half>, every CPU; the
+ * bf16 one even as a scalar). So: NaN if either is NaN (unordered), else
+ * the greater, else (equal) the AND of their bits: +0 over -0, and x for
+ * x = x. The compares are exact on the widened float32 values. */
+static LLVMValueRef alu_max_narrow(const Renderer *r, DType d, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = r->b;
+  LLVMValueRef wa = widen(r, a, d, UJ_FLOAT32), wb = widen(r, b, d, UJ_FLOAT32);
+  LLVMTypeRef bits = render_type(r, dt_with_scalar(d, UJ_UINT16)), t = render_type(r, d);
+  LLVMValueRef both = LLVMBuildAnd(B, LLVMBuildBitCast(B, a, bits, ""), LLVMBuildBitCast(B, b, bits, ""), "");
+  LLVMValueRef m = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, wa, wb, ""), b, LLVMBuildBitCast(B, both, t, ""), "");
+  m = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, wa, wb, ""), a, m, "");
+  return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, wa, wb, ""), render_const(r, d, word_from_double(UJ_FLOAT32, NAN)), m, "");
+}
 
 static LLVMValueRef alu_max(const Renderer *r, DType d, LLVMValueRef a, LLVMValueRef b) {
   if (dt_is_bool(d)) return LLVMBuildOr(r->b, a, b, "");
@@ -111,10 +128,9 @@ static LLVMValueRef alu_max(const Renderer *r, DType d, LLVMValueRef a, LLVMValu
     LLVMTypeRef t = render_type(r, d);
     return render_intrinsic(r, dt_is_signed(d) ? "llvm.smax" : "llvm.umax", &t, 1, (LLVMValueRef[]){a, b}, 2);
   }
-  uj_scalar via = dt_bits(d) == 16 ? UJ_FLOAT32 : (uj_scalar)d.scalar;
-  LLVMTypeRef t = render_type(r, dt_with_scalar(d, via));
-  LLVMValueRef args[2] = {widen(r, a, d, via), widen(r, b, d, via)};
-  return narrow(r, render_intrinsic(r, "llvm.maximum", &t, 1, args, 2), d, via);
+  if (dt_bits(d) == 16) return alu_max_narrow(r, d, a, b);
+  LLVMTypeRef t = render_type(r, d);
+  return render_intrinsic(r, "llvm.maximum", &t, 1, (LLVMValueRef[]){a, b}, 2);
 }
 
 /* float16 and bfloat16 round-trip through `via` for ops LLVM cannot do in
