@@ -2,8 +2,9 @@
  * each parallel launch, never created per launch.
  *
  * In: a function of (arg, part, nparts) and a part count of one per
- * thread. Out: every part run, part 0 on the caller's thread, the rest on
- * the workers; pool_run returns when all are done. */
+ * thread. Out: every part run once, each by whichever thread claims it
+ * first (the caller and the workers awake: a worker that wakes late finds
+ * its share taken); pool_run returns when all are done. */
 #ifndef UJ_CPU_POOL_H
 #define UJ_CPU_POOL_H
 
@@ -21,7 +22,7 @@ void pool_free(Pool *p);
 unsigned pool_threads(const Pool *p);
 /* Runs fn for parts 0 .. pool_threads - 1. */
 void pool_run(Pool *p, PoolFn fn, void *arg);
-/* How many distinct threads ran a part in the last pool_run (tests). */
+/* How many threads ran parts in the last pool_run (tests). */
 unsigned pool_last_threads(const Pool *p);
 /* The thread count for new pools: UJ_THREADS if set (1 .. 256), else the
  * cores online. */
