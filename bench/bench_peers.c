@@ -65,7 +65,11 @@ enum {
 
 static const double SLOW_RUN_MS = 20000; /* a uopjit run this long runs once */
 static const double ROUNDS_CAP_MS = 25000; /* rounds of one benchmark stop here */
-static const double SETTLE_MS = 120; /* after a 2-thread run: OpenBLAS/OpenMP threads stop spinning */
+/* After every run, until the threads that run spin no more (at most
+ * this): OpenBLAS's workers spin about 130 ms after a call on this
+ * machine, PyTorch's OpenMP threads about as long, and a fixed 120 ms
+ * pause left them spinning into uopjit's next run. */
+static const double QUIET_MAX_MS = 1000;
 
 /* ---- the benchmarks ---- */
 
@@ -286,11 +290,6 @@ typedef struct Row {
 
 static double elapsed_since(double t0) { return bench_now_ms() - t0; }
 
-static void sleep_ms(double ms) {
-  struct timespec ts = {(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)};
-  nanosleep(&ts, NULL);
-}
-
 static double best_of(const double *v, int n) {
   double best = v[0];
   for (int i = 1; i < n; i++) best = fmin(best, v[i]);
@@ -417,7 +416,7 @@ static double contender_run(Bench *B, Row *r, RowResult *res, Contender c, doubl
   if (ci->uopjit) ms = uopjit_run(B, r, res, ci->threads - 1, (UjExtras){.usage = usage});
   else if (!ci->peer) ms = blas_run(r, ci->threads);
   else ms = peerproc_run(&B->py, ci->peer, ci->threads);
-  if (ci->threads > 1) sleep_ms(SETTLE_MS);
+  machine_wait_quiet(B->py.pid, QUIET_MAX_MS);
   return ms;
 }
 

@@ -90,8 +90,11 @@ typedef struct RowResult {
 typedef struct Machine {
   char model[128];
   int cores;
-  double ghz;
-  char clock_source[128];
+  double ghz, nominal_ghz; /* the clock used, and what cpufreq / cpuinfo say */
+  char clock_source[160];
+  bool measured;           /* ghz and fma_units measured (x86-64), else nominal and assumed */
+  int fma_units;           /* vector FMAs a cycle, a whole number */
+  double fma_per_cycle;    /* as measured (0: not) */
   const char *simd; /* "AVX-512", "AVX2", "SSE" */
   int lanes;        /* float32 lanes of one FMA */
   double peak_gflops[NLINES];  /* on 1 and 2 threads */
@@ -99,11 +102,17 @@ typedef struct Machine {
   char openblas[96], numpy[32], torch[32]; /* versions, or "absent" */
 } Machine;
 
-/* The CPU's model, cores, clock and SIMD width, and peak from them. */
+/* The CPU's model, cores, SIMD width, its clock and FMA units (measured
+ * where it can), and peak from them. */
 void machine_read(Machine *m);
 /* The best GB/s of runs memcpys of a 256 MiB buffer (read + written),
  * split over threads threads; 0 on failure. */
 double machine_copy_bandwidth(int runs, int threads);
+/* Waits until the threads of this process and of process other (0: none)
+ * ran less than a quarter of a 2 ms window (from their schedstat, in ns),
+ * at most max_ms: a peer's threads that spin after its call (OpenBLAS's
+ * and OpenMP's) would take a core from the next contender. The ms waited. */
+double machine_wait_quiet(pid_t other, double max_ms);
 
 /* bench/peers.py, started with /usr/bin/python3, one command a line. */
 typedef struct PeerProc {

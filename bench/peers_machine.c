@@ -1,25 +1,34 @@
 /* peers_machine.c — the machine bench_peers rates against (bench_peers.h).
  *
- * In: /proc/cpuinfo and /sys/devices/system/cpu/cpu0/cpufreq. Out: the CPU
- * model; physical cores (distinct physical id / core id pairs, else the
- * online CPUs); the clock, from the first of cpufreq's cpuinfo_max_freq,
- * an "@ x.xxGHz" in the model name, /proc/cpuinfo's "cpu MHz" (saying
- * which); the float32 lanes of one FMA (16 with avx512f, 8 with avx2 and
- * fma, else 4); and peak on t threads = min(t, cores) x GHz x 2 FMA
- * units x lanes x 2 flops. The copy bandwidth is measured: memcpy of a
- * 256 MiB buffer, both buffers touched first, split in equal parts over
- * 1 or 2 threads, bytes read plus written over the best time. */
+ * In: /proc/cpuinfo, and this CPU itself. Out: the CPU model; physical
+ * cores (distinct physical id / core id pairs, else the online CPUs); the
+ * float32 lanes of one FMA (16 with avx512f, 8 with avx2 and fma, else 4);
+ * and peak on t threads = min(t, cores) x GHz x FMA units x lanes x 2
+ * flops, where on x86-64 the clock and the units are measured: GHz from a
+ * chain of dependent integer adds (one a cycle), units from a loop of 12
+ * independent vector FMAs of that width (FMAs a ns / GHz, rounded to a
+ * whole unit). A nominal clock ("cpu MHz", cpufreq) is not the clock the
+ * core runs at under load, and the units differ by core (one 512-bit FMA
+ * a cycle on Zen 4, two on Zen 5 and on Xeons with two AVX-512 FMA
+ * ports): assumed, the peak read 164 % on one machine. Elsewhere, the
+ * clock from cpufreq's cpuinfo_max_freq, the model name or "cpu MHz", and
+ * 2 units assumed. The copy bandwidth is measured: memcpy of a 256 MiB
+ * buffer, both buffers touched first, split in equal parts over 1 or 2
+ * threads, bytes read plus written over the best time. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_peers.h"
 #include "bench_util.h"
 
-enum { FMA_UNITS = 2, MAX_CPUS = 1024 };
+enum { ASSUMED_FMA_UNITS = 2, MAX_CPUS = 1024, PROBE_RUNS = 15 };
+static const long PROBE_ITERS = 2000000; /* a few ms a probe run */
 static const size_t COPY_BYTES = (size_t)256 << 20;
 
 /* The value after "key<spaces>: " in a /proc/cpuinfo line, or NULL. */
@@ -82,18 +91,78 @@ static double cpufreq_max_ghz(void) {
   return khz / 1e6;
 }
 
-/* The clock and where it came from. */
-static void machine_clock(Machine *m, double cpu_mhz) {
+/* The nominal clock and where it came from. */
+static void nominal_clock(Machine *m, double cpu_mhz) {
   const char *at = strstr(m->model, "@ ");
   double model_ghz = at ? atof(at + 2) : 0;
   m->ghz = cpufreq_max_ghz();
   if (m->ghz > 0) snprintf(m->clock_source, sizeof m->clock_source, "cpufreq cpuinfo_max_freq");
   else if ((m->ghz = model_ghz) > 0) snprintf(m->clock_source, sizeof m->clock_source, "the model name");
   else if ((m->ghz = cpu_mhz / 1e3) > 0)
-    snprintf(m->clock_source, sizeof m->clock_source,
-             "\"cpu MHz\" in /proc/cpuinfo (no cpufreq max, none in the model name; turbo not counted)");
+    snprintf(m->clock_source, sizeof m->clock_source, "\"cpu MHz\" in /proc/cpuinfo (turbo not counted)");
   else snprintf(m->clock_source, sizeof m->clock_source, "unknown");
 }
+
+#if defined(__x86_64__)
+/* Dependent integer adds a ns: 4 a trip, each waiting for the last. */
+static double probe_adds_per_ns(void) {
+  long x = 0;
+  double t0 = bench_now_ms();
+  for (long i = 0; i < PROBE_ITERS; i++) __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
+  return 4.0 * (double)PROBE_ITERS / ((bench_now_ms() - t0) * 1e6);
+}
+
+#define FMA12(R)                                                                                                   \
+  "vfmadd231ps %%" R "0, %%" R "0, %%" R "1\n\tvfmadd231ps %%" R "0, %%" R "0, %%" R "2\n\t"                         \
+  "vfmadd231ps %%" R "0, %%" R "0, %%" R "3\n\tvfmadd231ps %%" R "0, %%" R "0, %%" R "4\n\t"                         \
+  "vfmadd231ps %%" R "0, %%" R "0, %%" R "5\n\tvfmadd231ps %%" R "0, %%" R "0, %%" R "6\n\t"                         \
+  "vfmadd231ps %%" R "0, %%" R "0, %%" R "7\n\tvfmadd231ps %%" R "0, %%" R "0, %%" R "8\n\t"                         \
+  "vfmadd231ps %%" R "0, %%" R "0, %%" R "9\n\tvfmadd231ps %%" R "0, %%" R "0, %%" R "10\n\t"                        \
+  "vfmadd231ps %%" R "0, %%" R "0, %%" R "11\n\tvfmadd231ps %%" R "0, %%" R "0, %%" R "12\n\t"
+#define FMA_CLOBBERS "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12"
+
+/* Independent vector FMAs of `lanes` float32 lanes a ns (16: zmm, 8: ymm,
+ * else xmm): 12 accumulators, more than latency x units on any core. */
+static double probe_fmas_per_ns(int lanes) {
+  double t0 = bench_now_ms();
+  if (lanes == 16)
+    __asm__ volatile("vxorps %%zmm0, %%zmm0, %%zmm0\n\tmov %0, %%rcx\n1:\n\t" FMA12("zmm") "dec %%rcx\n\tjnz 1b"
+                     : : "r"(PROBE_ITERS) : "rcx", FMA_CLOBBERS);
+  else if (lanes == 8)
+    __asm__ volatile("vxorps %%ymm0, %%ymm0, %%ymm0\n\tmov %0, %%rcx\n1:\n\t" FMA12("ymm") "dec %%rcx\n\tjnz 1b"
+                     : : "r"(PROBE_ITERS) : "rcx", FMA_CLOBBERS);
+  else return 0;
+  return 12.0 * (double)PROBE_ITERS / ((bench_now_ms() - t0) * 1e6);
+}
+
+/* The best of PROBE_RUNS runs of probe (its first run warms the units). */
+static double probe_best(double (*probe)(int), int lanes) {
+  double best = 0;
+  for (int i = 0; i <= PROBE_RUNS; i++) {
+    double v = probe(lanes);
+    if (i > 0 && v > best) best = v;
+  }
+  return best;
+}
+
+static double adds_probe(int unused) { return (void)unused, probe_adds_per_ns(); }
+
+/* Measures the clock and the FMA units of this core; false when it
+ * cannot (no FMA of the width). */
+static bool measured_clock(Machine *m) {
+  if (m->lanes < 8) return false;
+  double fmas = probe_best(probe_fmas_per_ns, m->lanes);
+  m->ghz = probe_best(adds_probe, 0);
+  if (fmas <= 0 || m->ghz <= 0) return false;
+  m->fma_per_cycle = fmas / m->ghz;
+  m->fma_units = (int)(m->fma_per_cycle + 0.5) < 1 ? 1 : (int)(m->fma_per_cycle + 0.5);
+  snprintf(m->clock_source, sizeof m->clock_source,
+           "measured: a chain of dependent integer adds, one a cycle; the nominal clock says %.2f GHz", m->nominal_ghz);
+  return true;
+}
+#else
+static bool measured_clock(Machine *m) { return (void)m, false; }
+#endif
 
 void machine_read(Machine *m) {
   double cpu_mhz = 0;
@@ -101,11 +170,14 @@ void machine_read(Machine *m) {
   read_cpuinfo(m, &cpu_mhz, &avx512, &avx2_fma);
   if (!m->model[0]) snprintf(m->model, sizeof m->model, "unknown CPU");
   if (m->cores <= 0) m->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  machine_clock(m, cpu_mhz);
   m->simd = avx512 ? "AVX-512" : avx2_fma ? "AVX2 + FMA" : "SSE";
   m->lanes = avx512 ? 16 : avx2_fma ? 8 : 4;
+  nominal_clock(m, cpu_mhz);
+  m->nominal_ghz = m->ghz;
+  m->fma_units = ASSUMED_FMA_UNITS, m->fma_per_cycle = 0;
+  m->measured = measured_clock(m);
   for (int t = 1; t <= NLINES; t++)
-    m->peak_gflops[t - 1] = (t < m->cores ? t : m->cores) * m->ghz * FMA_UNITS * m->lanes * 2;
+    m->peak_gflops[t - 1] = (t < m->cores ? t : m->cores) * m->ghz * m->fma_units * m->lanes * 2;
 }
 
 /* One thread's part of a copy. */
@@ -153,4 +225,42 @@ double machine_copy_bandwidth(int runs, int threads) {
   }
   free(src), free(dst);
   return best > 0 ? 2.0 * (double)COPY_BYTES / (best * 1e6) : 0;
+}
+
+/* The ns the threads of /proc/PID ("self" or a number) have run: the
+ * first field of each task's schedstat; 0 when unreadable. */
+static double threads_ran_ns(const char *pid) {
+  char path[96];
+  snprintf(path, sizeof path, "/proc/%s/task", pid);
+  DIR *d = opendir(path);
+  double ns = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "/proc/%s/task/%.32s/schedstat", pid, e->d_name);
+    FILE *f = fopen(path, "r");
+    double t = 0;
+    if (f && fscanf(f, "%lf", &t) == 1) ns += t;
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+  return ns;
+}
+
+static double peers_ran_ns(pid_t other) {
+  char pid[24];
+  snprintf(pid, sizeof pid, "%ld", (long)other);
+  return threads_ran_ns("self") + (other > 0 ? threads_ran_ns(pid) : 0);
+}
+
+double machine_wait_quiet(pid_t other, double max_ms) {
+  const double window_ms = 2, quiet_ns = window_ms * 1e6 / 4;
+  double t0 = bench_now_ms(), ran = peers_ran_ns(other);
+  while (bench_now_ms() - t0 < max_ms) {
+    struct timespec ts = {0, (long)(window_ms * 1e6)};
+    nanosleep(&ts, NULL);
+    double now = peers_ran_ns(other);
+    if (now - ran < quiet_ns) break;
+    ran = now;
+  }
+  return bench_now_ms() - t0;
 }

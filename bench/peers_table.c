@@ -26,7 +26,9 @@ static const char *const header =
 
 static const char *const timing_note =
     "Times are the best of the runs column (uopjit / its peers); in each round every contender runs once, in "
-    "turn. What is timed: uopjit, uj_tensor_realize of the output, its graph built again on the same input "
+    "turn, and the next waits until no thread of the contenders still runs (OpenBLAS's and OpenMP's spin about "
+    "130 ms after a call; schedstat of this process's and the Python child's threads), so every run starts with "
+    "idle threads. What is timed: uopjit, uj_tensor_realize of the output, its graph built again on the same input "
     "buffers each run (the output before freed, so the kernels run again from the program cache): scheduling, "
     "memory for the output and intermediates, the kernels. uopjit runs in two sessions, one on 1 thread and one "
     "on 2 (UJ_THREADS set before each realize; a context's pool takes it when made); busy threads = uopjit's "
@@ -282,13 +284,17 @@ static void print_machine(FILE *f, const Machine *m) {
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
   fprintf(f, "%s, %d cores, %s; OpenBLAS %s, PyTorch %s, NumPy %s; %s.\n\n", m->model, m->cores, m->simd, m->openblas,
           m->torch, m->numpy, date);
-  fprintf(f, "Peak on t threads: t cores (at most %d) x %.2f GHz (%s) x 2 FMA units a core (assumed) x %d float32 "
-             "lanes (%s) x 2 flops = %.1f GFLOP/s on 1 thread, %.1f on 2. Copy bandwidth, measured here: %.1f GB/s "
-             "on 1 thread, %.1f on 2 (best of 9 memcpys of 256 MiB split over the threads, bytes read + written). "
-             "GB/s counts each input read once and the output written once; GB/s lines give their share of the "
-             "copy bandwidth as \"%% of peak\".\n\n",
-          m->cores, m->ghz, m->clock_source, m->lanes, m->simd, m->peak_gflops[0], m->peak_gflops[1], m->copy_gbs[0],
-          m->copy_gbs[1]);
+  char units[128];
+  if (m->measured) snprintf(units, sizeof units, "%d FMA unit%s a core (measured: %.2f %s FMAs a cycle)", m->fma_units,
+                            m->fma_units == 1 ? "" : "s", m->fma_per_cycle, m->lanes == 16 ? "zmm" : "ymm");
+  else snprintf(units, sizeof units, "%d FMA units a core (assumed)", m->fma_units);
+  fprintf(f, "Peak on t threads: t cores (at most %d) x %.2f GHz (%s) x %s x %d float32 lanes (%s) x 2 flops = "
+             "%.1f GFLOP/s on 1 thread, %.1f on 2. Copy bandwidth, measured here: %.1f GB/s on 1 thread, %.1f on 2 "
+             "(best of 9 memcpys of 256 MiB split over the threads, bytes read + written). GB/s counts each input "
+             "read once and the output written once; GB/s lines give their share of the copy bandwidth as \"%% of "
+             "peak\".\n\n",
+          m->cores, m->ghz, m->clock_source, units, m->lanes, m->simd, m->peak_gflops[0], m->peak_gflops[1],
+          m->copy_gbs[0], m->copy_gbs[1]);
 }
 
 void table_print(FILE *f, const RowResult *rows, size_t n, const Machine *m) {
