@@ -2,8 +2,10 @@
  * reduce.c, docs/tensor.md "Reductions") and the lane pass that runs them
  * (lib/opt/lanes.c): a sum over L >= 64 trailing elements, L a multiple
  * of 16, is the sum in lane order of 16 partial sums, partial j adding
- * elements 16k + j in order of k (a float32 model here computes those
- * bits, and the plain order's bits for other L); the JIT agrees bit for
+ * elements 16k + j in order of k, and one over 2^16 or more (a multiple
+ * of 16384) the lane sum of 1024 contiguous chunks' lane sums (a float32
+ * model here computes those bits, and the plain order's bits for other
+ * L); the JIT agrees bit for
  * bit with the tensor evaluator on softmax, layernorm, mean, keepdim,
  * several axes, float32/64/16, sums of products, max with NaN and signed
  * zeros; the kernels carry 16-lane (32 for max) vector REDUCEs. */
@@ -11,18 +13,29 @@
 
 enum { LANES = 16 };
 
-/* Row sums of x (rows x n float32) in the documented order, in float. */
-static void model_sums(const float *x, int rows, int n, float *out) {
+/* A row of n float32 summed in the documented order of lanes, in float. */
+static float lane_sum(const float *row, int n) {
   bool split = n >= 64 && n % LANES == 0;
+  float total = -0.0f, part[LANES];
+  for (int j = 0; j < LANES; j++) part[j] = -0.0f;
+  for (int e = 0; e < n; e++)
+    if (split) part[e % LANES] += row[e];
+    else total += row[e];
+  for (int j = 0; split && j < LANES; j++) total += part[j];
+  return total;
+}
+
+/* Row sums of x (rows x n float32) in the documented order: blocks (n >=
+ * 2^16, a multiple of 1024 * 16: 1024 contiguous chunks, each a lane
+ * sum, then theirs) or lanes. */
+static void model_sums(const float *x, int rows, int n, float *out) {
+  enum { BLOCKS = 1024 };
+  bool blocked = n >= 1 << 16 && n % (BLOCKS * LANES) == 0;
+  static float partial[BLOCKS];
   for (int i = 0; i < rows; i++) {
     const float *row = x + (size_t)i * n;
-    float total = -0.0f, part[LANES];
-    for (int j = 0; j < LANES; j++) part[j] = -0.0f;
-    for (int e = 0; e < n; e++)
-      if (split) part[e % LANES] += row[e];
-      else total += row[e];
-    for (int j = 0; split && j < LANES; j++) total += part[j];
-    out[i] = total;
+    for (int c = 0; blocked && c < BLOCKS; c++) partial[c] = lane_sum(row + (size_t)c * (n / BLOCKS), n / BLOCKS);
+    out[i] = blocked ? lane_sum(partial, BLOCKS) : lane_sum(row, n);
   }
 }
 
@@ -44,7 +57,7 @@ static bool kernels_have(uj_tensor *t, const char *s) {
 /* Row sums over L (odd, even, below and above the threshold) equal the
  * model bit for bit, and the evaluator; the order is really the lanes'. */
 static void test_row_sums(uj_session *s, Rng *r) {
-  static const int lens[] = {17, 48, 63, 64, 100, 256, 1000, 1008, 4096, 4097};
+  static const int lens[] = {17, 48, 63, 64, 100, 256, 1000, 1008, 4096, 4097, 1 << 16, (1 << 16) + 1024, 1 << 17};
   enum { ROWS = 6 };
   bool differs = false;
   for (size_t c = 0; c < sizeof lens / sizeof *lens; c++) {

@@ -90,37 +90,50 @@ static const UOp *column_sums(uj_session *s, const UOp *x, unsigned lead, int64_
 /* A float sum over count trailing elements, in two steps where a long sum
  * pays for it; the order is the graph's, so the evaluator computes the
  * same bits (docs/tensor.md, "Reductions"):
- * - count >= 2^16, a multiple of SUM_BLOCK: SUM_BLOCK partial sums down
- *   the columns of (count / SUM_BLOCK, SUM_BLOCK), a kernel of their own
- *   (a STAGE: vector accumulators, contiguous loads, threads), then their
- *   sum (itself a lane sum, below). One float32 accumulator stops growing
- *   at 2^24 ones.
- * - count >= LANES_MIN_EXTENT, a multiple of LANES_WIDTH (16): 16
+ * - blocks (count >= 2^16, a multiple of SUM_BLOCK * 16): the elements
+ *   viewed as (SUM_BLOCK, count / SUM_BLOCK), each row (a contiguous
+ *   chunk) summed as below, a kernel of its own (a STAGE: threads split
+ *   the chunks, each streams its own), then the SUM_BLOCK partials
+ *   (itself a lane sum). One float32 accumulator stops growing at 2^24
+ *   ones. Chunks, not columns: partials down the columns of (count /
+ *   SUM_BLOCK, SUM_BLOCK) read a block of columns a row at a time, a few
+ *   hundred bytes of each 4 KiB row, which no prefetcher follows (64M
+ *   floats: 9 GB/s where one stream reads 25).
+ * - lanes (count >= LANES_MIN_EXTENT, a multiple of LANES_WIDTH, 16): 16
  *   interleaved partial sums, then theirs in lane order, in one kernel:
  *   the optimizer keeps the partials in one vector register (opt/lanes.h)
  *   rather than adding every element to one latency-bound accumulator.
  * Others, and sums not over trailing axes: one REDUCE, in C order. */
-static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
+static const UOp *sum_in(uj_session *s, const UOp *x, const int64_t *ax, unsigned n, bool blocks) {
   if (!x) return NULL;
   int64_t count = 1;
   bool trailing = dt_is_float(x->dtype) && n > 0 && x->ndim - n + 2 <= UJ_MAX_DIMS;
   for (unsigned i = 0; i < n; i++) count *= x->shape[ax[i]], trailing &= ax[i] == x->ndim - n + i;
   unsigned lead = x->ndim - n;
   const UOp *partial = NULL;
-  if (trailing && count >= SUM_BLOCKED_MIN && count % SUM_BLOCK == 0) {
-    partial = column_sums(s, x, lead, count, SUM_BLOCK);
-    partial = partial ? tensor_node(s, "sum", UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none())
-                      : NULL;
-  } else if (trailing && count >= LANES_MIN_EXTENT && count % LANES_WIDTH == 0) {
-    partial = column_sums(s, x, lead, count, LANES_WIDTH);
-  } else {
-    return node_reduce(s, UJ_OP_ADD, x, ax, n);
+  if (blocks && trailing && count >= SUM_BLOCKED_MIN && count % (SUM_BLOCK * LANES_WIDTH) == 0) {
+    int64_t shape[UJ_MAX_DIMS], chunk = lead + 1;
+    memcpy(shape, x->shape, lead * sizeof *shape);
+    shape[lead] = SUM_BLOCK, shape[lead + 1] = count / SUM_BLOCK;
+    partial = sum_in(s, reshape_product(s, x, shape, lead + 2), &chunk, 1, false);
+    partial = partial ? tensor_node(s, "sum", UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
+    int64_t cols = lead;
+    const UOp *total = sum_in(s, node_reshape(s, partial, shape, lead + 1), &cols, 1, false);
+    memcpy(shape, x->shape, x->ndim * sizeof *shape);
+    for (unsigned i = 0; i < n; i++) shape[ax[i]] = 1;
+    return node_reshape(s, total, shape, x->ndim);
   }
+  if (!trailing || count < LANES_MIN_EXTENT || count % LANES_WIDTH) return node_reduce(s, UJ_OP_ADD, x, ax, n);
+  partial = column_sums(s, x, lead, count, LANES_WIDTH);
   int64_t cols = lead + 1, shape[UJ_MAX_DIMS];
-  const UOp *total = partial ? sum_node(s, partial, &cols, 1) : NULL;
+  const UOp *total = partial ? sum_in(s, partial, &cols, 1, false) : NULL;
   memcpy(shape, x->shape, x->ndim * sizeof *shape);
   for (unsigned i = 0; i < n; i++) shape[ax[i]] = 1;
   return node_reshape(s, total, shape, x->ndim);
+}
+
+static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
+  return sum_in(s, x, ax, n, true);
 }
 
 static const UOp *reduce_node(uj_session *s, uj_reduceop op, const UOp *x, const int64_t *ax, unsigned n) {
