@@ -1,5 +1,6 @@
 /* graph.c — graph helpers the optimizer's passes share (graph.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "opt/graph.h"
 #include "rewrite/rewrite.h"
@@ -142,4 +143,26 @@ size_t opt_shared_reduce_ranges(Ctx *ctx, const UOp *x, const UOp **k, size_t ma
   }
   free(nodes);
   return ok ? n : 0;
+}
+
+const UOp *opt_innermost_end(const UOp *kernel) {
+  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
+  while (e && e->op == UJ_OP_END && e->nsrc == 2 && e->src[1]->op == UJ_OP_END) e = e->src[1];
+  bool ok = e && e->op == UJ_OP_END && e->nsrc == 2 && e->src[1]->op == UJ_OP_STORE &&
+            e->src[1]->src[0]->op == UJ_OP_INDEX && e->src[1]->src[0]->nsrc == 2;
+  return ok ? e : NULL;
+}
+
+/* ---- reductions ---- */
+
+Op opt_reduce_op(const UOp *reduce) {
+  Op op = UJ_OP_ADD;
+  op_from_name(reduce->name, strlen(reduce->name), &op);
+  return op;
+}
+
+const UOp *opt_reduce_step(Ctx *ctx, Op op, const UOp *acc, const UOp *v) {
+  if (op == UJ_OP_MULACC && v->op == UJ_OP_MUL)
+    return uop_ternary(ctx, UJ_OP_MULACC, v->src[0], v->src[1], acc);
+  return uop_binary(ctx, op == UJ_OP_MULACC ? UJ_OP_ADD : op, acc, v);
 }

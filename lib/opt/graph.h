@@ -32,6 +32,17 @@ size_t opt_shared_reduce_ranges(Ctx *ctx, const UOp *x, const UOp **k, size_t ma
 /* The bound of RANGE r when it is a constant, else 0. */
 int64_t opt_const_bound(const UOp *r);
 
+/* The END of the innermost loop of a one-nest kernel (batch loops may
+ * enclose it), whose one effect is a plain STORE; NULL if the kernel is
+ * not that. */
+const UOp *opt_innermost_end(const UOp *kernel);
+
+/* A REDUCE's op (ADD, MUL, MAX, MULACC), and one step of it, acc op v:
+ * a MULACC reduce fuses a product, fma(a, b, acc), and adds anything
+ * else (docs/semantics.md, "REDUCE"). */
+Op opt_reduce_op(const UOp *reduce);
+const UOp *opt_reduce_step(Ctx *ctx, Op op, const UOp *acc, const UOp *v);
+
 /* One past the largest axis number of the kernel's RANGEs: a new RANGE's. */
 int64_t opt_next_axis(Ctx *ctx, const UOp *kernel);
 

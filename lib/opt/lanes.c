@@ -46,27 +46,13 @@ static const UOp *in_lane(Ctx *ctx, const UOp *x, const UOp *range, const UOp *a
   return opt_substitute(ctx, x, from, to, 1 + n);
 }
 
-static Op reduce_op(const UOp *reduce) {
-  Op op = UJ_OP_ADD;
-  op_from_name(reduce->name, strlen(reduce->name), &op);
-  return op;
-}
-
-/* acc op v: a MULACC reduce fuses a product, fma(a, b, acc), and adds
- * anything else (docs/semantics.md, "REDUCE"). */
-static const UOp *fold_step(Ctx *ctx, Op op, const UOp *acc, const UOp *v) {
-  if (op == UJ_OP_MULACC && v->op == UJ_OP_MUL)
-    return uop_ternary(ctx, UJ_OP_MULACC, v->src[0], v->src[1], acc);
-  return uop_binary(ctx, op == UJ_OP_MULACC ? UJ_OP_ADD : op, acc, v);
-}
-
 /* The lanes v[0..w) folded in lane order by reduce's op, from its identity. */
 static const UOp *lane_fold(Ctx *ctx, const UOp *reduce, const UOp *const *v, unsigned w) {
-  Op op = reduce_op(reduce);
+  Op op = opt_reduce_op(reduce);
   const UOp *acc =
       uop_const_word(ctx, reduce->dtype, alu_identity(op, (uj_scalar)reduce->dtype.scalar));
   if (w > 0 && op != UJ_OP_MULACC) acc = v[0]; /* op(identity, a) is a, bit for bit (MAX keeps NaN, -0 + a is a) */
-  for (unsigned j = op != UJ_OP_MULACC; j < w && acc && v[j]; j++) acc = fold_step(ctx, op, acc, v[j]);
+  for (unsigned j = op != UJ_OP_MULACC; j < w && acc && v[j]; j++) acc = opt_reduce_step(ctx, op, acc, v[j]);
   return acc;
 }
 
@@ -76,7 +62,7 @@ static const UOp *vector_reduce(Ctx *ctx, const UOp *like, const UOp *const *x, 
                                 const UOp *const *ranges, uint32_t nranges) {
   const UOp *src[1 + LANES_MAX_RANGES];
   if (nranges > LANES_MAX_RANGES || !(src[0] = opt_vectorize(ctx, x, w))) return NULL;
-  if (reduce_op(like) == UJ_OP_MULACC && like->src[0]->op == UJ_OP_MUL && src[0]->op != UJ_OP_MUL)
+  if (opt_reduce_op(like) == UJ_OP_MULACC && like->src[0]->op == UJ_OP_MUL && src[0]->op != UJ_OP_MUL)
     return NULL;
   memcpy(src + 1, ranges, nranges * sizeof *ranges);
   DType d = uj_dtype_vec((uj_scalar)like->dtype.scalar, w);
@@ -132,7 +118,7 @@ static const UOp *split_nested(Ctx *ctx, const UOp *root) {
  * one value and MAX(-0, +0) = MAX(+0, -0) = +0, docs/semantics.md) and
  * the integer ADD and MUL (wrapping: a ring). Float sums are not. */
 static bool order_free(const UOp *reduce) {
-  Op op = reduce_op(reduce);
+  Op op = opt_reduce_op(reduce);
   return op == UJ_OP_MAX || (!dt_is_float(reduce->dtype) && (op == UJ_OP_ADD || op == UJ_OP_MUL));
 }
 

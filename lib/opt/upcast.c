@@ -99,16 +99,6 @@ static bool find_reduces(Ctx *ctx, const UOp *value, const UOp *range, const UOp
   return ok;
 }
 
-/* The END of the innermost loop of a one-nest kernel, whose one effect is
- * a plain STORE; NULL if the kernel is not that. */
-static const UOp *innermost_end(const UOp *kernel) {
-  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
-  while (e && e->op == UJ_OP_END && e->nsrc == 2 && e->src[1]->op == UJ_OP_END) e = e->src[1];
-  bool ok = e && e->op == UJ_OP_END && e->nsrc == 2 && e->src[1]->op == UJ_OP_STORE &&
-            e->src[1]->src[0]->op == UJ_OP_INDEX && e->src[1]->src[0]->nsrc == 2;
-  return ok ? e : NULL;
-}
-
 static const UOp *replace_end(void *user, const UOp *u, const UOp *rebuilt) {
   const UOp *const *swap = user;
   return u == swap[0] ? swap[1] : rebuilt;
@@ -275,7 +265,7 @@ static const UOp *vector_tail(Ctx *ctx, const UOp *kernel, const UOp *store, con
 }
 
 const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config) {
-  const UOp *end = config->columns == 1 ? NULL : innermost_end(kernel);
+  const UOp *end = config->columns == 1 ? NULL : opt_innermost_end(kernel);
   const UOp *store = end ? end->src[1] : NULL;
   DType d = store ? store->src[1]->dtype : dt_scalar(UJ_VOID);
   unsigned columns = end ? block_columns(end, d, vector_bytes, config->columns, reads_invariant_reduce(ctx, store->src[1], end->src[0])) : 0;
