@@ -120,6 +120,16 @@ int64_t opt_next_axis(Ctx *ctx, const UOp *kernel) {
   return next;
 }
 
+int64_t opt_next_alloc_id(Ctx *ctx, const UOp *kernel) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, kernel, &nodes);
+  int64_t next = 0;
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i]->op == UJ_OP_ALLOC && nodes[i]->ints[0] >= next) next = nodes[i]->ints[0] + 1;
+  free(nodes);
+  return next;
+}
+
 int64_t opt_const_bound(const UOp *r) {
   const UOp *b = r->op == UJ_OP_RANGE ? r->src[0] : NULL;
   return b && b->op == UJ_OP_CONST && b->bounded ? b->vmin : 0;

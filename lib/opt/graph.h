@@ -43,7 +43,9 @@ const UOp *opt_innermost_end(const UOp *kernel);
 Op opt_reduce_op(const UOp *reduce);
 const UOp *opt_reduce_step(Ctx *ctx, Op op, const UOp *acc, const UOp *v);
 
-/* One past the largest axis number of the kernel's RANGEs: a new RANGE's. */
+/* One past the largest axis number of the kernel's RANGEs: a new RANGE's;
+ * one past the largest id of its ALLOCs: a new ALLOC's. */
 int64_t opt_next_axis(Ctx *ctx, const UOp *kernel);
+int64_t opt_next_alloc_id(Ctx *ctx, const UOp *kernel);
 
 #endif

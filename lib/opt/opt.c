@@ -9,6 +9,7 @@
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *c) {
   const UOp *k = kernel ? opt_shadow(ctx, kernel) : NULL;
   k = k && c->lanes != OPT_OFF ? opt_lanes(ctx, k) : k;
+  k = k ? opt_stream(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_reorder(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_upcast(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_tile(ctx, k, c) : NULL;
@@ -34,6 +35,7 @@ OptConfig opt_config_random(uint64_t seed) {
   c.stage = (OptSwitch)(splitmix(&s) % 3);
   c.parallel = (OptSwitch)(splitmix(&s) % 3);
   c.reorder = (OptSwitch)(splitmix(&s) % 3);
+  c.stream = (OptSwitch)(splitmix(&s) % 3);
   return c;
 }
 

@@ -2,6 +2,9 @@
  * kernel's RANGEs chosen by heuristics. The passes, in order:
  *
  *   lanes.c     long reductions in vector lanes (lanes.h)
+ *   stream.c    a reduction down the columns of a matrix (a GEMV, a
+ *               column sum) run a row at a time, its accumulators in
+ *               memory: each row read as one stream
  *   reorder.c   an output loop that blocks into two vector registers
  *               moved innermost (a convolution's output channels)
  *   upcast.c    the innermost output loop of a reducing kernel is split
@@ -46,6 +49,7 @@ typedef struct OptConfig {
   OptSwitch stage;    /* tile: the panel staged in an ALLOC */
   OptSwitch parallel; /* the outer loop on threads */
   OptSwitch reorder;  /* an output loop two registers divide moved innermost (reorder.c) */
+  OptSwitch stream;   /* a reduction down columns run a row at a time (stream.c) */
 } OptConfig;
 
 /* A search for the config of each kernel (lib/runtime/beam.c, UJ_BEAM:
@@ -68,6 +72,7 @@ const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptC
 /* A staged panel (tile.c) takes at most half the CPU's 1 MiB of kernel
  * stack (docs/semantics.md, ALLOC). */
 enum { OPT_PANEL_MAX_BYTES = 512 << 10 };
+const UOp *opt_stream(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
 const UOp *opt_reorder(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
 const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
 /* A sum reading a max over a RANGE as long as its own reduces over the

@@ -139,13 +139,8 @@ static const UOp *flat_step(Ctx *ctx, const UOp *const *x, const UOp *const *k, 
  * rewritten; NULL on failure. */
 static const UOp *stage_panel(Ctx *ctx, const UOp *kernel, const UOp *block, const UOp *const *k, size_t nk,
                               const UOp *j, const UOp *const *loads, size_t m, unsigned w, int64_t axis, const UOp **fill) {
-  int64_t K = 1, J = j ? opt_const_bound(j) : 1, id = 0, nv = (int64_t)(m / w);
+  int64_t K = 1, J = j ? opt_const_bound(j) : 1, id = opt_next_alloc_id(ctx, kernel), nv = (int64_t)(m / w);
   for (size_t r = 0; r < nk; r++) K *= opt_const_bound(k[r]);
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, kernel, &nodes);
-  for (size_t x = 0; x < n; x++)
-    if (nodes[x]->op == UJ_OP_ALLOC && nodes[x]->ints[0] >= id) id = nodes[x]->ints[0] + 1;
-  free(nodes);
   DType e = loads[0]->dtype, v = uj_dtype_vec((uj_scalar)e.scalar, w), it = k[0]->dtype;
   int64_t alloc[2] = {id, K * J * nv};
   const UOp *p = uop_new(ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)e.scalar, w, UJ_AS_LOCAL), NULL, 0, (Arg){NULL, alloc, 2});

@@ -95,9 +95,11 @@ static const UOp *wrap_cut(void *user, const UOp *u, const UOp *rebuilt) {
 
 /* ---- kernels ---- */
 
-static void item_name(Ctx *ctx, ScheduleItem *it, const UOp *t) {
+/* "R_..." when the kernel as rangeify made it reduces (the optimizer may
+ * turn a REDUCE into loops over memory: stream.c), else "E_...". */
+static void item_name(Ctx *ctx, ScheduleItem *it, const UOp *kernel, const UOp *t) {
   const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, it->kernel, &nodes);
+  size_t n = uop_toposort(ctx, kernel, &nodes);
   bool reduce = false;
   for (size_t i = 0; i < n; i++) reduce |= nodes[i]->op == UJ_OP_REDUCE;
   free(nodes);
@@ -122,7 +124,8 @@ static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
   ScheduleItem *it = &s->items[s->nitems];
   memset(it, 0, sizeof *it);
   it->kernel = rangeify_kernel(ctx, x, s->target->index_bits, &it->inputs, &it->ninputs);
-  if (it->kernel) it->kernel = opt_kernel(ctx, it->kernel, &s->target->opt); /* shaped for the target (lib/opt) */
+  const UOp *raw = it->kernel;
+  if (raw) it->kernel = opt_kernel(ctx, raw, &s->target->opt); /* shaped for the target (lib/opt) */
   if (!it->kernel) return free(it->inputs), NULL;
   s->nitems++;
   if (!output) {
@@ -131,7 +134,7 @@ static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
     output = uop_new(ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){ctx_intern_string(ctx, s->target->device, strlen(s->target->device)), arg, 2});
   }
   it->output = output;
-  item_name(ctx, it, x);
+  item_name(ctx, it, raw, x);
   return it;
 }
 
