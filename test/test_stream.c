@@ -7,11 +7,14 @@
  * and has the streamed form (a `reg` ALLOC of accumulators, no REDUCE
  * left, chunks split among threads when the columns hold 16 KiB);
  * kernels it must leave to register blocking (a GEMM's rows, a gated load,
- * columns read apart or too few) are left alone, unless forced. */
+ * columns read apart or too few) are left alone, unless forced. Through
+ * the tensor API: a matrix-vector product and column sums are streamed
+ * and agree with the tensor evaluator bit for bit. */
 #include <math.h>
 
 #include "opt/opt.h"
 #include "opt_util.h"
+#include "tensor_util.h"
 
 enum { MAX_SLOTS = 3 };
 
@@ -135,7 +138,37 @@ static void test_declines(Ctx *ctx) {
   }
 }
 
+/* Whether t's kernels ("uops" text) contain s. */
+static bool kernels_have(uj_tensor *t, const char *s) {
+  char *text = t ? uj_tensor_schedule_text(t, "uops") : NULL;
+  bool has = text && strstr(text, s);
+  free(text);
+  return has;
+}
+
+static void test_tensors(void) {
+  uj_session *s = uj_session_new("CPU", NULL);
+  CHECK(s != NULL, "a CPU session");
+  if (!s) return;
+  Rng r = {0x2545F4914F6CDD1Dull};
+  double *v;
+  uj_tensor *x = random_f32(s, &r, SHAPE(1, 300), -3, 3, false, &v);
+  free(v);
+  uj_tensor *w = random_f32(s, &r, SHAPE(300, 2048), -3, 3, false, &v);
+  free(v);
+  uj_tensor *y = uj_tensor_matmul(x, w), *cols = uj_tensor_reduce(UJ_RED_SUM, w, (int[]){0}, 1, false);
+  uj_tensor *most = uj_tensor_reduce(UJ_RED_MAX, w, (int[]){0}, 1, true);
+  uj_tensor *all[] = {y, cols, most};
+  const char *names[] = {"x @ w, 1 x 300 x 2048", "w.sum(axis=0)", "w.max(axis=0, keepdim)"};
+  for (int i = 0; i < 3; i++) {
+    CHECK(kernels_have(all[i], "*reg") && !kernels_have(all[i], "REDUCE"), "%s: streamed", names[i]);
+    free(values(s, all[i], EXACT, names[i]));
+  }
+  uj_session_free(s);
+}
+
 int main(void) {
+  test_tensors();
   Ctx *ctx = uj_ctx_new();
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(ctx, &cases[i]);
   test_declines(ctx);
