@@ -8,7 +8,7 @@
  * that finished spins for POOL_SPIN_NS on the generation before it sleeps
  * on a condition variable, and so does the caller on parts still running,
  * so that launches in a row find the threads awake. Workers are pinned
- * (pin_worker). */
+ * off the caller's CPU (pin_off_caller). */
 #define _GNU_SOURCE /* sched_getcpu, pthread_setaffinity_np */
 
 #include <pthread.h>
@@ -39,6 +39,7 @@ struct Pool {
   atomic_uint finished;    /* parts of this launch done */
   atomic_uint ran;         /* threads that ran a part of this launch */
   unsigned last_threads;
+  int pinned_off;          /* the CPU the workers are pinned off: the caller's when last seen */
   atomic_bool stop;
   PoolFn fn;
   void *arg;
@@ -97,14 +98,12 @@ static void run_parts(Pool *p, unsigned long generation, PoolFn fn, void *arg) {
 }
 
 /* Pins a worker to one CPU, the part-th of those the process may run on
- * other than `avoid` (the CPU of the thread that made the pool), round
- * robin. This VM shares no cache between its CPUs (as far as the kernel
- * can tell) and shows an idle CPU as preempted, so the scheduler woke a
- * sleeping worker on the caller's CPU, where it waited until the caller
- * was done: sgemm 512 on 2 threads after a pause ran as on one (1.3 ms);
- * pinned, the worker woke in about 60 us on its own CPU (0.68 ms). An
- * unpinned caller that lands on a worker's CPU is moved off by the
- * scheduler's balancing; until then it runs the parts the worker left. */
+ * other than `avoid` (the caller's CPU), round robin. This VM shares no
+ * cache between its CPUs (as far as the kernel can tell) and shows an
+ * idle CPU as preempted, so the scheduler woke a sleeping worker on the
+ * caller's CPU, where it waited until the caller was done: sgemm 512 on
+ * 2 threads after a pause ran as on one (1.3 ms); pinned, the worker woke
+ * in about 60 us on its own CPU (0.68 ms). */
 static void pin_worker(pthread_t thread, unsigned part, int avoid) {
 #ifdef __linux__
   cpu_set_t allowed, one;
@@ -120,6 +119,22 @@ static void pin_worker(pthread_t thread, unsigned part, int avoid) {
     }
 #else
   (void)thread, (void)part, (void)avoid;
+#endif
+}
+
+/* The workers pinned off the caller's CPU again when the caller moved
+ * since (the scheduler moves an unpinned thread; on a worker's CPU the
+ * two took turns while the other CPU idled: layernorm 8192 x 768 on 2
+ * threads ran on 1.0-1.2 threads' worth of CPU). sched_getcpu is a vDSO
+ * read; the pins change only when the caller moved. */
+static void pin_off_caller(Pool *p) {
+#ifdef __linux__
+  int here = sched_getcpu();
+  if (here < 0 || here == p->pinned_off) return;
+  p->pinned_off = here;
+  for (unsigned i = 0; i < p->started; i++) pin_worker(p->workers[i].thread, i + 1, here);
+#else
+  (void)p;
 #endif
 }
 
@@ -150,7 +165,7 @@ Pool *pool_new(unsigned nthreads) {
   if (!p->workers || pthread_mutex_init(&p->lock, NULL) || pthread_cond_init(&p->wake, NULL) ||
       pthread_cond_init(&p->done, NULL))
     return free(p->workers), free(p), NULL;
-  int here = sched_getcpu();
+  p->pinned_off = -1;
   for (unsigned i = 0; i + 1 < p->nthreads; i++) {
     Worker *w = &p->workers[i];
     *w = (Worker){p, 0};
@@ -159,8 +174,8 @@ Pool *pool_new(unsigned nthreads) {
       return NULL;
     }
     p->started++;
-    pin_worker(w->thread, i + 1, here);
   }
+  pin_off_caller(p);
   return p;
 }
 
@@ -182,6 +197,7 @@ unsigned pool_threads(const Pool *p) { return p->nthreads; }
 unsigned pool_last_threads(const Pool *p) { return p->last_threads; }
 
 void pool_run(Pool *p, PoolFn fn, void *arg) {
+  pin_off_caller(p);
   pthread_mutex_lock(&p->lock);
   p->fn = fn, p->arg = arg;
   atomic_store(&p->finished, 0), atomic_store(&p->ran, 0);
