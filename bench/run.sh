@@ -28,9 +28,12 @@ build="${UJ_BENCH_BUILD:-build}"
 if [[ " ${benches[*]} " == *" peers "* ]]; then
   bench/install_peers.sh || echo "bench: some peers could not be installed; their columns will say absent" >&2
   # OpenBLAS 0.3.21 (Debian 12) does not know newer CPUs and falls back to
-  # its SSE3 (Prescott) kernels: name the widest core the CPU flags allow.
+  # its SSE3 (Prescott) kernels: name its fastest core for this CPU. On
+  # AMD that is Haswell (its Zen cores are the Haswell kernels; on Zen 4
+  # SkylakeX's AVX-512 sgemm was slower: 1024^3 21.5 vs 20.2 ms,
+  # 64x4096x4096 27.5 vs 23.8 ms), elsewhere the widest the flags allow.
   if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+    if grep -qw avx512f /proc/cpuinfo && ! grep -q AuthenticAMD /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
     elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell
     fi
   fi
