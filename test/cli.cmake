@@ -298,7 +298,7 @@ uj_cli_test(lang_npy_int --rm ${OUT}/i.npy --stdout "tensor(shape=(2, 2), dtype=
 uj_cli_test(lang_commands --stderr-empty --stdout-has "1 kernel" --stdout-has "kernel 0 R_" --stdout-has "(SINK "
   --stdout-has "define void @kernel" --stdout-has " ms (1 kernel)" --stdout-has "0 kernels"
   --stdout-has ":quit           leave" --stdout-lacks "not printed" -- ${T} ${L}/commands.ujs)
-uj_cli_test(lang_kernels --stdout-has "3 kernels" --stdout-has "kernel 2 " --stdout-lacks "tensor(" -- ${T} -c ":kernels rand(4, 8).softmax()")
+uj_cli_test(lang_kernels --stdout-has "3 kernels" --stdout-has "kernel 2 " --stdout-lacks "tensor(" -- ${T} -c ":kernels rand(4, 8).softmax(0)")
 uj_cli_test(lang_prompt --stdin ${L}/repl.in --stderr-re "^uopjit: <stdin>:1:1: unknown name 'foo'$" --stderr-lines 1
   --stdout-has "uj> ... uj> " --stdout-has "4 6" --stdout-has "2 4" --stdout-has "6 8" --stdout-has "1 kernel"
   -- ${T} -i)

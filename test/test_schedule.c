@@ -21,7 +21,12 @@ static void test_kernel_counts(uj_session *s) {
   uj_tensor *a = rnd(s, 16, 8, 1), *b = rnd(s, 16, 8, 2), *c = rnd(s, 16, 8, 3), *w = rnd(s, 8, 4, 4), *bias = rnd(s, 1, 4, 5);
   uj_tensor *fused = uj_tensor_unary(UJ_UN_RELU, bin(UJ_BIN_ADD, bin(UJ_BIN_MUL, a, b), c));
   CHECK(uj_tensor_kernel_count(fused) == 1, "(a*b+c).relu(): %zu kernels", uj_tensor_kernel_count(fused));
-  CHECK(uj_tensor_kernel_count(uj_tensor_softmax(a, -1)) == 3, "softmax: %zu kernels", uj_tensor_kernel_count(uj_tensor_softmax(a, -1)));
+  /* softmax over a row: one kernel, its max and sum stored once a row before the loop of quotients (lib/opt/hoist.c);
+   * over a column (axis 0) three: in one, the max and sum of column j would run again for every row */
+  CHECK(uj_tensor_kernel_count(uj_tensor_softmax(a, -1)) == 1, "softmax: %zu kernels", uj_tensor_kernel_count(uj_tensor_softmax(a, -1)));
+  char *one = uj_tensor_schedule_text(uj_tensor_softmax(a, -1), "uops");
+  CHECK(one && strstr(one, "(ALLOC:float32*reg") && strstr(one, "REDUCE:float32 MAX"), "softmax: the max stored a row:\n%s", one ? one : "");
+  free(one);
   CHECK(uj_tensor_kernel_count(uj_tensor_softmax(a, 0)) == 3, "softmax over axis 0");
   uj_tensor *mm = uj_tensor_unary(UJ_UN_RELU, bin(UJ_BIN_ADD, uj_tensor_matmul(a, w), bias));
   CHECK(uj_tensor_kernel_count(mm) == 1, "matmul+bias+relu: %zu kernels", uj_tensor_kernel_count(mm));
@@ -29,11 +34,11 @@ static void test_kernel_counts(uj_session *s) {
   CHECK(uj_tensor_kernel_count(sum1) == 1, "sum(a)+1: a reduce not broadcast fuses");
   uj_tensor *nested = uj_tensor_reduce(UJ_RED_SUM, uj_tensor_reduce(UJ_RED_MAX, a, (int[]){1}, 1, false), NULL, 0, false);
   CHECK(uj_tensor_kernel_count(nested) == 1, "sum(max(a, 1)): nested loops in one kernel");
-  /* layernorm: mean, then variance of the centred values, then the result */
+  /* layernorm: mean, then variance of the centred values, then the result, in one kernel (each stored once a row) */
   uj_tensor *cen = bin(UJ_BIN_SUB, a, red(UJ_RED_MEAN, a, 1));
   uj_tensor *var = red(UJ_RED_MEAN, bin(UJ_BIN_MUL, cen, cen), 1);
   uj_tensor *ln = bin(UJ_BIN_DIV, cen, uj_tensor_unary(UJ_UN_SQRT, uj_tensor_binary_scalar(UJ_BIN_ADD, var, 1e-5, false)));
-  CHECK(uj_tensor_kernel_count(ln) == 3, "layernorm: %zu kernels", uj_tensor_kernel_count(ln));
+  CHECK(uj_tensor_kernel_count(ln) == 1, "layernorm: %zu kernels", uj_tensor_kernel_count(ln));
   uj_tensor *img = uj_tensor_rand(s, (int64_t[]){2, 3, 9, 9}, 4, 6), *k = uj_tensor_rand(s, (int64_t[]){4, 3, 3, 3}, 4, 7);
   uj_tensor *cb = uj_tensor_rand(s, (int64_t[]){4}, 1, 8);
   uj_tensor *conv = uj_tensor_unary(UJ_UN_RELU, uj_tensor_conv2d(img, k, cb, NULL, (int64_t[]){1, 1}, NULL, 1));
@@ -44,13 +49,12 @@ static void test_kernel_counts(uj_session *s) {
   CHECK(uj_tensor_kernel_count(unpadded) == 1, "conv2d+bias+relu, no padding: %zu kernels", uj_tensor_kernel_count(unpadded));
   CHECK(uj_tensor_kernel_count(uj_tensor_transpose(a, 0, 1)) == 1, "a copy of a view");
   CHECK(uj_tensor_kernel_count(a) == 0, "a buffer needs no kernel");
-  /* attention: one kernel (online softmax, docs/schedule.md "Online fusion"): no score matrix in memory; softmax
-   * alone keeps three (its max and sum would run again for each element of a row) */
+  /* attention: one kernel (online softmax, docs/schedule.md "Online fusion"): no score matrix in memory */
   uj_tensor *q = uj_tensor_reshape(a, (int64_t[]){2, 4, 16}, 3), *kt = uj_tensor_transpose(q, -2, -1);
   uj_tensor *att = uj_tensor_matmul(uj_tensor_softmax(uj_tensor_binary_scalar(UJ_BIN_MUL, uj_tensor_matmul(q, kt), 0.25, false), -1), q);
   CHECK(uj_tensor_kernel_count(att) == 1, "attention: one kernel: %zu kernels", uj_tensor_kernel_count(att));
   uj_tensor *sm = uj_tensor_softmax(uj_tensor_rand(s, (int64_t[]){4, 256}, 2, 1), -1);
-  CHECK(uj_tensor_kernel_count(sm) == 3, "softmax over 256: max, sum of exp, quotient: %zu kernels", uj_tensor_kernel_count(sm));
+  CHECK(uj_tensor_kernel_count(sm) == 1, "softmax over 256: max, sum of exp, quotient in one: %zu kernels", uj_tensor_kernel_count(sm));
   uj_tensor *e2 = uj_tensor_binary(UJ_BIN_MUL, uj_tensor_reshape(uj_tensor_unary(UJ_UN_EXP, a), (int64_t[]){16, 8, 1}, 3),
                                    uj_tensor_full(s, UJ_FLOAT32, (int64_t[]){16, 8, 32}, 3, 2.0));
   CHECK(uj_tensor_kernel_count(e2) == 2, "exp broadcast 32 times: computed once, then read: %zu kernels", uj_tensor_kernel_count(e2));
@@ -143,7 +147,7 @@ static void test_memory_plan(uj_session *s) {
  * 1 each), and both come out right. */
 static void test_independent(uj_session *s) {
   uj_tensor *x = rnd(s, 4, 9, 41), *y = rnd(s, 6, 3, 42);
-  uj_tensor *rx = bin(UJ_BIN_SUB, x, red(UJ_RED_MAX, x, 1)), *ry = bin(UJ_BIN_SUB, y, red(UJ_RED_MAX, y, 0));
+  uj_tensor *rx = bin(UJ_BIN_SUB, x, red(UJ_RED_MAX, x, 0)), *ry = bin(UJ_BIN_SUB, y, red(UJ_RED_MAX, y, 0)); /* column maxima: their own kernels */
   const UOp *roots[2] = {rx->node, ry->node};
   int64_t next = 2000;
   Schedule *sch = schedule_make(s->ctx, roots, 2, NULL, NULL, NULL, &next, &cpu, NULL);
@@ -156,10 +160,10 @@ static void test_independent(uj_session *s) {
   uj_tensor *both[2] = {rx, ry};
   CHECK(uj_tensor_realize(both, 2) == UJ_OK, "%s", uj_session_error(s));
   float *xs = host(x), *gx = host(rx), *ys = host(y), *gy = host(ry);
-  for (int r = 0; xs && gx && r < 4; r++) {
+  for (int c = 0; xs && gx && c < 9; c++) {
     float m = -INFINITY;
-    for (int c = 0; c < 9; c++) m = fmaxf(m, xs[r * 9 + c]);
-    for (int c = 0; c < 9; c++) CHECK(gx[r * 9 + c] == xs[r * 9 + c] - m, "rx[%d][%d]", r, c);
+    for (int r = 0; r < 4; r++) m = fmaxf(m, xs[r * 9 + c]);
+    for (int r = 0; r < 4; r++) CHECK(gx[r * 9 + c] == xs[r * 9 + c] - m, "rx[%d][%d]", r, c);
   }
   for (int c = 0; ys && gy && c < 3; c++) {
     float m = -INFINITY;

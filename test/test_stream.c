@@ -10,8 +10,6 @@
  * columns read apart or too few) are left alone, unless forced. Through
  * the tensor API: a matrix-vector product and column sums are streamed
  * and agree with the tensor evaluator bit for bit. */
-#include <math.h>
-
 #include "opt/opt.h"
 #include "opt_util.h"
 #include "tensor_util.h"
@@ -35,20 +33,6 @@ static const char *kernel_text(const char *t, const char *op, const char *v, con
            (long long)batch, (long long)n, (long long)depth, t, (long long)depth, t, (long long)(depth * stride),
            (long long)stride, (long long)step, op, v, t, (long long)n, g);
   return buf;
-}
-
-/* Values whose sums round (a spread of exponents), some negative. */
-static unsigned char *fill_rounding(DType d, size_t count, uint64_t seed) {
-  size_t size = elem_bytes(d);
-  unsigned char *p = calloc(count + 1, size);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < count; i++) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    double v = ((double)(s % 2001) / 1000.0 - 1.0) * ldexp(1.0, (int)(s >> 40) % 12 - 4);
-    uint64_t w = dt_is_float(d) ? word_from_double((uj_scalar)d.scalar, v) : word_from_int((uj_scalar)d.scalar, (int64_t)(v * 8));
-    mem_write(p + i * size, d, &w);
-  }
-  return p;
 }
 
 typedef struct Case {

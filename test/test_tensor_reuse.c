@@ -116,15 +116,16 @@ static void test_realize_again(uj_session *s) {
   free(xv), free(yv), free(once), free(twice);
 }
 
-/* The kernel list of a softmax (3 kernels, 2 temps in slabs) from a
- * session whose cache is on or off, after `skip` other buffers. */
+/* The kernel list of a softmax down the columns (3 kernels, 2 temps in
+ * slabs; along rows it is one kernel) from a session whose cache is on or
+ * off, after `skip` other buffers. */
 static char *softmax_text(bool cached, int skip, size_t *hits) {
   const char *why;
   uj_session *s = uj_session_new("CPU", &why);
   if (!s) return NULL;
   if (!cached) schedule_cache_free(s->schedules), s->schedules = NULL;
   uj_tensor *x = uj_tensor_arange(s, UJ_FLOAT32, 0, 24, 1);
-  uj_tensor *sm = uj_tensor_softmax(uj_tensor_reshape(x, SHAPE(4, 6)), 1);
+  uj_tensor *sm = uj_tensor_softmax(uj_tensor_reshape(x, SHAPE(4, 6)), 0);
   char *text = uj_tensor_schedule_text(sm, "kernels"); /* a preview: gives its buffer ids back */
   free(text);
   for (int i = 0; i < skip; i++) tf32(s, SHAPE(2), (const float[]){1, 2}); /* a BUFFER each */

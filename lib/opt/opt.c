@@ -9,6 +9,7 @@
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *c) {
   const UOp *k = kernel ? opt_shadow(ctx, kernel) : NULL;
   k = k && c->lanes != OPT_OFF ? opt_lanes(ctx, k) : k;
+  k = k ? opt_hoist(ctx, k) : NULL;
   k = k ? opt_stream(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_reorder(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_upcast(ctx, k, t->vector_bytes, c) : NULL;

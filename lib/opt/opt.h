@@ -2,6 +2,8 @@
  * kernel's RANGEs chosen by heuristics. The passes, in order:
  *
  *   lanes.c     long reductions in vector lanes (lanes.h)
+ *   hoist.c     reductions the innermost loop does not read (a row's
+ *               mean, its sum) stored once per row before that loop
  *   stream.c    a reduction down the columns of a matrix (a GEMV, a
  *               column sum) run a row at a time, its accumulators in
  *               memory: each row read as one stream
@@ -80,6 +82,7 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const 
  * attention's online softmax (shadow.c, docs/opt.md). */
 const UOp *opt_shadow(Ctx *ctx, const UOp *kernel);
 const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config);
+const UOp *opt_hoist(Ctx *ctx, const UOp *kernel);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
  * than this stays in one thread (a launch on the pool costs microseconds). */

@@ -246,9 +246,23 @@ static const UOp *chunk(Ctx *ctx, const UOp *kernel) {
   return result;
 }
 
+/* Whether the kernel's REDUCEs are all free of its innermost output loop
+ * (a softmax or a layernorm in one kernel: hoist.c stores them once a row,
+ * a max before the sums that read it, each in lanes; online softmax is for
+ * a REDUCE over the outputs that reads them, attention's matmul). */
+static bool rows_only(Ctx *ctx, const UOp *kernel) {
+  const UOp *end = opt_innermost_end(kernel), **reduces = NULL;
+  size_t n = end ? opt_reduces_read(ctx, end->src[1]->src[1], false, &reduces) : 0;
+  bool free_of_j = n > 0;
+  for (size_t i = 0; i < n && free_of_j; i++) free_of_j = !opt_depends(ctx, reduces[i], end->src[0]);
+  free(reduces);
+  return free_of_j;
+}
+
 const UOp *opt_shadow(Ctx *ctx, const UOp *kernel) {
   RuleSet *rs = ruleset_new(ctx, shadow_rules, sizeof shadow_rules / sizeof *shadow_rules);
   kernel = rs ? unify_reduces(ctx, kernel) : NULL;
+  if (kernel && rows_only(ctx, kernel)) return ruleset_free(rs), kernel;
   const UOp *out = kernel ? graph_rewrite(ctx, kernel, rs, NULL) : NULL;
   out = out ? chunk(ctx, out) : NULL;
   ruleset_free(rs);

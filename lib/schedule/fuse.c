@@ -30,7 +30,8 @@
 
 enum { FUSE_MAX_RANGES = 64 };
 
-static bool is_max(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1 && !strcmp(u->name, "MAX"); }
+static bool is_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1; }
+static bool is_max(const UOp *u) { return is_reduce(u) && !strcmp(u->name, "MAX"); }
 
 /* Whether kernel computes a REDUCE or costly op in a loop over a RANGE
  * (more than one step) that it does not read (taken as so when the kernel
@@ -245,19 +246,63 @@ static bool online_set(Ctx *ctx, const UOp *top, const UOp *const *cone, size_t 
   return any;
 }
 
+/* Whether cut node x's own kernel computes a REDUCE (seen[]: scratch by
+ * node id, marked for x's kernel and the cuts at its edge). */
+static bool holds_reduce(const UOp *x, const unsigned char *cut, unsigned char *seen, const UOp **stack) {
+  size_t sp = 0;
+  bool found = false;
+  stack[sp++] = x, seen[x->id] = 1;
+  while (sp > 0) {
+    const UOp *u = stack[--sp];
+    found |= is_reduce(u);
+    if (u != x && cut[u->id]) continue;
+    for (uint32_t k = 0; k < u->nsrc; k++)
+      if (!seen[u->src[k]->id]) seen[u->src[k]->id] = 1, stack[sp++] = u->src[k];
+  }
+  return found;
+}
+
+/* The set of cuts a row try takes into top's kernel, marked in set[] and
+ * cleared in cut[]: the cuts at the edge of top's kernel whose own kernels
+ * reduce (a normalization's mean, and its 1/sqrt(variance), cut as a
+ * broadcast costly op; softmax's max and sum), then those at the edge of
+ * the kernel so grown, until none is left; not roots, not buffers. The
+ * optimizer then stores each reduction once per row before the loop over
+ * the row's outputs (lib/opt/hoist.c), and the trial is kept only if
+ * nothing is computed again for a loop it does not read. false when there
+ * is none. */
+static bool row_set(const UOp *top, const UOp *const *cone, size_t m, unsigned char *cut, const unsigned char *root,
+                    unsigned char *set, unsigned char *region, const UOp **stack, unsigned char *seen) {
+  bool any = false, grew = true;
+  while (grew) {
+    grew = false;
+    for (size_t c = 0; c < m; c++) region[cone[c]->id] = 0;
+    mark_region(top, cut, region, stack);
+    for (size_t c = 0; c < m; c++) {
+      const UOp *x = cone[c];
+      if (x == top || !region[x->id] || !cut[x->id] || root[x->id] || schedule_view_buffer(x)) continue;
+      bool reduces = holds_reduce(x, cut, seen, stack);
+      for (size_t z = 0; z < m; z++) seen[cone[z]->id] = 0;
+      if (reduces) set[x->id] = 1, cut[x->id] = 0, any = grew = true;
+    }
+  }
+  return any;
+}
+
 bool schedule_fuse_online(Ctx *ctx, const UOp **sink_io, unsigned char **cut_io, const UOp ***into_io, const ScheduleTarget *t) {
   const UOp *sink = *sink_io, **all = NULL;
   size_t n = uop_toposort(ctx, sink, &all), size = ctx->nnodes, cap = 0;
-  unsigned char *set = NULL, *region = NULL, *root = NULL;
+  unsigned char *set = NULL, *region = NULL, *root = NULL, *seen = NULL;
   const UOp **stack = NULL;
   bool ok = n > 0;
   for (size_t i = 0; ok && i < n; i++) { /* sources first: a softmax joins the nearest kernel that can take it */
     const UOp *top = all[i], **cone = NULL;
     if (ctx->nnodes > cap) { /* by node id, for the nodes made so far (tries make more) */
-      free(set), free(region), free(root), free(stack);
+      free(set), free(region), free(root), free(stack), free(seen);
       cap = ctx->nnodes;
       set = calloc(cap, 1), region = calloc(cap, 1), root = calloc(cap, 1), stack = malloc(cap * sizeof *stack);
-      ok = set && region && root && stack;
+      seen = calloc(cap, 1);
+      ok = set && region && root && stack && seen;
       for (uint32_t r = 0; ok && r < sink->nsrc; r++) root[sink->src[r]->id] = 1;
     }
     if (!ok || top == sink || !(*cut_io)[top->id]) continue;
@@ -265,6 +310,7 @@ bool schedule_fuse_online(Ctx *ctx, const UOp **sink_io, unsigned char **cut_io,
     ok = m > 0;
     unsigned char *cut = *cut_io;
     bool any = ok && online_set(ctx, top, cone, m, cut, root, set, region, stack);
+    if (ok && !any) any = row_set(top, cone, m, cut, root, set, region, stack, seen);
     for (size_t c = 0; any && c < m; c++) cut[cone[c]->id] &= !set[cone[c]->id];
     bool alone = any; /* nothing computed in top's kernel now is read from outside it (but top) */
     if (alone) memset(region, 0, cap), mark_region(top, cut, region, stack);
@@ -294,7 +340,7 @@ bool schedule_fuse_online(Ctx *ctx, const UOp **sink_io, unsigned char **cut_io,
     ok = ok && n > 0 && grow_tables(ctx, &size, cut_io, into_io);
     for (i = 0; ok && i < n && all[i] != staged; i++) {} /* go on above the new node */
   }
-  free(all), free(set), free(region), free(root), free(stack);
+  free(all), free(set), free(region), free(root), free(stack), free(seen);
   if (!ok && !ctx->error[0]) ctx_set_error(ctx, "schedule: out of memory");
   *sink_io = sink;
   return ok;
