@@ -63,6 +63,14 @@ static inline uj_tensor *tbool(uj_session *s, const int64_t *shape, unsigned nd,
   return uj_tensor_from_data(s, UJ_BOOL, shape, nd, v);
 }
 
+/* Whether t's kernels ("uops" text) contain s. */
+static inline bool kernels_have(uj_tensor *t, const char *s) {
+  char *text = t ? uj_tensor_schedule_text(t, "uops") : NULL;
+  bool has = text && strstr(text, s);
+  free(text);
+  return has;
+}
+
 /* A float32 tensor of n values uniform in [lo, hi) (or small integers in
  * [lo, hi] when ints), the values also in *out (malloc'd). */
 static inline uj_tensor *random_f32(uj_session *s, Rng *r, const int64_t *shape, unsigned nd, double lo,

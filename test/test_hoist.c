@@ -84,14 +84,6 @@ static void test_kernels(Ctx *ctx) {
              -1, 0, "a REDUCE over the outputs (a GEMM): left to upcast");
 }
 
-/* Whether t's kernels ("uops" text) contain s. */
-static bool kernels_have(uj_tensor *t, const char *s) {
-  char *text = t ? uj_tensor_schedule_text(t, "uops") : NULL;
-  bool has = text && strstr(text, s);
-  free(text);
-  return has;
-}
-
 static void test_tensors(void) {
   uj_session *s = uj_session_new("CPU", NULL);
   CHECK(s != NULL, "a CPU session");

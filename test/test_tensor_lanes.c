@@ -46,14 +46,6 @@ static void serial_sums(const float *x, int rows, int n, float *out) {
   }
 }
 
-/* Whether t's kernels ("uops" text) contain s. */
-static bool kernels_have(uj_tensor *t, const char *s) {
-  char *text = t ? uj_tensor_schedule_text(t, "uops") : NULL;
-  bool has = text && strstr(text, s);
-  free(text);
-  return has;
-}
-
 /* Row sums over L (odd, even, below and above the threshold) equal the
  * model bit for bit, and the evaluator; the order is really the lanes'. */
 static void test_row_sums(uj_session *s, Rng *r) {
