@@ -1,18 +1,22 @@
-/* fuse.c — online fusion: a kernel that reduces after a softmax (attention's
- * matmul with v) takes in the softmax's max, sum, quotient and scores,
- * which the cutting rules gave kernels of their own, and keeps them when
- * the optimized kernel computes nothing again for loops it does not
- * depend on (docs/schedule.md, "Online fusion").
+/* fuse.c — online and row fusion: a kernel that reduces after a softmax
+ * (attention's matmul with v) takes in the softmax's max, sum, quotient
+ * and scores, and a kernel that normalizes rows (a softmax, a layernorm)
+ * its max and sum or mean and variance, which the cutting rules gave
+ * kernels of their own; it keeps them when the optimized kernel computes
+ * nothing again for loops it does not depend on (docs/schedule.md,
+ * "Online fusion", "Row fusion").
  *
  * In: the tensor graph (a SINK of roots), the cuts find_cuts chose, and the
  * tables by node id (cut, into). Out: those cuts less the ones taken into
  * a kernel. Cut nodes are tried sources first; a try's set is the cut max,
- * the cuts above it and the cuts its kernel reads (online_set), taken when
+ * the cuts above it and the cuts its kernel reads (online_set), else the
+ * cuts at the kernel's edge whose kernels reduce (row_set), taken when
  * nothing they compute is read from outside the kernel. The trial kernel
  * (trial_kernel: the other cuts read as placeholder buffers) is
  * rangeified and shaped by the heuristics (lib/opt: opt_shadow makes the
  * sums that read the max run over its RANGE, the renderer runs them in one
- * loop as online softmax); it is kept when no REDUCE and no costly op in
+ * loop as online softmax; opt_hoist stores a row's reductions once before
+ * the loop over its outputs); it is kept when no REDUCE and no costly op in
  * it sits in a loop, of more than one step, over a RANGE it does not read.
  * A kept kernel that gathers an input reads it through a transposed copy
  * (stage_gathered): the node is then replaced in the SINK by a new one,
