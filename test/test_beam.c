@@ -163,25 +163,26 @@ static void test_cache_lines(const char *file) {
   CHECK(beam_stats(search).searched == 1 && beam_stats(search).stored == 1, "the 16 x 24 x 64 matmul searched and stored");
   char last[512] = "", machine[17] = "", kernel[17] = "";
   count_lines(file, last, sizeof last);
-  CHECK(sscanf(last, BEAM_CACHE_TAG " 3 %16s %16s", machine, kernel) == 2, "the last line: %s", last);
+  CHECK(sscanf(last, BEAM_CACHE_TAG " 4 %16s %16s", machine, kernel) == 2, "the last line: %s", last);
   uj_session_free(s);
 
   /* All passes off, first; then lines that would override it if read. */
   char text[2048];
   snprintf(text, sizeof text,
-           BEAM_CACHE_TAG " 3 %s %s 1 1 1 1 1 1 1 1 5 6\n"
+           BEAM_CACHE_TAG " 4 %s %s 1 1 1 1 1 1 1 1 1 5 6\n"
            "garbage\n\n"
-           BEAM_CACHE_TAG " 2 %s %s 0 8 2 2 2 2 0 5 6\n"        /* the version before stream */
-           BEAM_CACHE_TAG " 99 %s %s 0 8 2 2 2 2 0 0 5 6\n"     /* another version */
-           BEAM_CACHE_TAG " 3 %s %s 7 8 2 2 2 2 0 0 5 6\n"      /* lanes out of range */
-           BEAM_CACHE_TAG " 3 %s %s 0 8 2 2 2 2 3 0 5 6\n"      /* reorder out of range */
-           BEAM_CACHE_TAG " 3 %s %s 0 8 2 2 2 2 0 3 5 6\n"      /* stream out of range */
-           BEAM_CACHE_TAG " 3 %s %s 0 8 2 2 2 2 0 0 5 6 extra\n" /* a word too many */
-           BEAM_CACHE_TAG " 3 %s %s 0 8 -2 2 2 2 0 0 5 6\n"     /* negative rows */
-           BEAM_CACHE_TAG " 3 %s %s 0 8 2\n"                  /* cut short */
-           BEAM_CACHE_TAG " 3 0123456789abcdef %s 0 8 2 2 2 2 0 0 5 6\n", /* another machine */
+           BEAM_CACHE_TAG " 3 %s %s 0 8 2 2 2 2 0 0 5 6\n"        /* the version before unroll */
+           BEAM_CACHE_TAG " 99 %s %s 0 8 2 2 2 2 0 0 0 5 6\n"     /* another version */
+           BEAM_CACHE_TAG " 4 %s %s 7 8 2 2 2 2 0 0 0 5 6\n"      /* lanes out of range */
+           BEAM_CACHE_TAG " 4 %s %s 0 8 2 2 2 2 3 0 0 5 6\n"      /* reorder out of range */
+           BEAM_CACHE_TAG " 4 %s %s 0 8 2 2 2 2 0 3 0 5 6\n"      /* stream out of range */
+           BEAM_CACHE_TAG " 4 %s %s 0 8 2 2 2 2 0 0 2000 5 6\n"   /* unroll out of range */
+           BEAM_CACHE_TAG " 4 %s %s 0 8 2 2 2 2 0 0 0 5 6 extra\n" /* a word too many */
+           BEAM_CACHE_TAG " 4 %s %s 0 8 -2 2 2 2 0 0 0 5 6\n"     /* negative rows */
+           BEAM_CACHE_TAG " 4 %s %s 0 8 2\n"                  /* cut short */
+           BEAM_CACHE_TAG " 4 0123456789abcdef %s 0 8 2 2 2 2 0 0 0 5 6\n", /* another machine */
            machine, kernel, machine, kernel, machine, kernel, machine, kernel, machine, kernel, machine, kernel, machine,
-           kernel, machine, kernel, machine, kernel, kernel);
+           kernel, machine, kernel, machine, kernel, machine, kernel, kernel);
   append(file, text);
   s = session("cache lines, again");
   if (!s) return;
@@ -191,10 +192,10 @@ static void test_cache_lines(const char *file) {
   t.search = search;
   c = (OptConfig){0};
   if (raw && search) search->choose(search, s->ctx, raw, &t, &c);
-  OptConfig off = {OPT_OFF, 1, 1, 1, OPT_OFF, OPT_OFF, OPT_OFF, OPT_OFF};
+  OptConfig off = {OPT_OFF, 1, 1, 1, OPT_OFF, OPT_OFF, OPT_OFF, OPT_OFF, 1};
   CHECK(!memcmp(&c, &off, sizeof c),
-        "the config of the line: lanes %u columns %u rows %u tile %u stage %u parallel %u reorder %u stream %u", c.lanes,
-        c.columns, c.rows, c.tile, c.stage, c.parallel, c.reorder, c.stream);
+        "the config of the line: lanes %u columns %u rows %u tile %u stage %u parallel %u reorder %u stream %u unroll %u",
+        c.lanes, c.columns, c.rows, c.tile, c.stage, c.parallel, c.reorder, c.stream, c.unroll);
   BeamStats st = beam_stats(search);
   CHECK(st.hits == 1 && st.compiled == 0 && st.timed == 0, "found: %zu hits, %zu compiled", st.hits, st.compiled);
   const UOp *shaped = raw ? opt_kernel(s->ctx, raw, &t) : NULL;

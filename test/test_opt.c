@@ -353,8 +353,45 @@ static void test_no_wrap(Ctx *ctx) {
   free(ir);
 }
 
+/* Unroll (unroll.c): a GEMM's reduction split k = k'·U + u, u an `unroll`
+ * RANGE the renderer emits as U copies of the step (U times the adds of
+ * one step in the IR before LLVM's passes, no loop for u); a U that does
+ * not divide the reduction leaves it alone; bit for bit on values whose
+ * sums round. */
+static int vector_adds(Ctx *ctx, const UOp *k) {
+  char *ir = k ? uj_emit(ctx, k, UJ_EMIT_IR, NULL, NULL) : NULL;
+  int n = ir ? count_of(ir, "= fadd <16 x float>") : -1;
+  free(ir);
+  return n;
+}
+
+static void check_unroll(Ctx *ctx, unsigned factor, bool split, const char *what) {
+  const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", 16, 64, 64), what);
+  const UOp *plain = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = 64}, &(OptConfig){.parallel = OPT_OFF}) : NULL;
+  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = 64}, &(OptConfig){.parallel = OPT_OFF, .unroll = factor}) : NULL;
+  char *text = up ? uj_print(ctx, up) : NULL;
+  CHECK(text && (strstr(text, "(RANGE:int64 unroll") != NULL) == split, "%s: %s:\n%s", what,
+        split ? "an unroll RANGE" : "no unroll RANGE", text ? text : uj_error(ctx));
+  free(text);
+  int one = vector_adds(ctx, plain), many = vector_adds(ctx, up);
+  CHECK(one > 0 && many == (split ? (int)factor : 1) * one, "%s: %d vector adds, %d without unrolling", what, many, one);
+  DType f = dt_scalar(UJ_FLOAT32);
+  JitBuffers b = {4, {f, f, f, f}, {16 * 64, 16 * 64, 64 * 64, 64},
+                  {fill_rounding(f, 16 * 64, 1), fill_rounding(f, 16 * 64, 2), fill_rounding(f, 64 * 64, 3), fill_rounding(f, 64, 4)}};
+  check_same_buffers(ctx, k, up, &b, what);
+}
+
+static void test_unroll(Ctx *ctx) {
+  check_unroll(ctx, 2, true, "unroll 2");
+  check_unroll(ctx, 4, true, "unroll 4");
+  check_unroll(ctx, 8, true, "unroll 8");
+  check_unroll(ctx, 3, false, "unroll 3: does not divide 64 steps");
+  check_unroll(ctx, 0, false, "the heuristics: none");
+}
+
 int main(void) {
   Ctx *ctx = uj_ctx_new();
+  test_unroll(ctx);
   test_upcast(ctx);
   test_tile(ctx);
   test_config(ctx);

@@ -19,7 +19,7 @@
 #include "llvm/render.h"
 #include "uop/alu.h"
 
-enum { MAX_LOOPS = 64, GRID_DIMS = 3, MAX_GROUP = 32 };
+enum { MAX_LOOPS = 64, GRID_DIMS = 3, MAX_GROUP = 32, MAX_UNROLL = 64 };
 
 typedef struct Loop {
   const UOp *range;
@@ -275,6 +275,8 @@ static LLVMValueRef loops_ran(State *s, const UOp *u) {
 /* REDUCE(v, r0, r1, ...): counted loops over r0 (outermost) .. rn, an
  * accumulator phi in each header; acc = op(acc, v) in the innermost body,
  * in loop order (the evaluator's order, so float sums agree bit for bit).
+ * An innermost rn of kind `unroll` (constant bound U) is no loop: the
+ * body holds U copies of the step, rn = 0 .. U-1, in that order.
  * The REDUCEs of its group (reduce_group) run in the same loops, each
  * with its own accumulators. A REDUCE a value of the group reads that
  * binds the group's RANGEs again (a shadow) is computed before the loops;
@@ -282,6 +284,8 @@ static LLVMValueRef loops_ran(State *s, const UOp *u) {
  * maximum so far, and the accumulators of the REDUCEs that read it are
  * scaled by its rescale before they add their values. */
 static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, unsigned n, unsigned first);
+static bool group_close(State *s, const UOp *u, const UOp **group, unsigned ng, unsigned first, LLVMValueRef *next,
+                        const int *reads_max);
 
 static bool emit_reduce(State *s, const UOp *u) {
   const UOp *group[MAX_GROUP];
@@ -290,6 +294,53 @@ static bool emit_reduce(State *s, const UOp *u) {
   bool ok = emit_group(s, u, group, ng, n, first);
   for (unsigned g = 0; g < ng; g++) s->busy[group[g]->id] = 0;
   return ok;
+}
+
+/* One step of the group: each member's accumulator advanced by its value
+ * (maxima so far first: the others read them), next[] the new ones. */
+static bool group_step(State *s, const UOp **group, unsigned ng, const Op *op, const int *online, const int *reads_max,
+                       LLVMValueRef *acc, LLVMValueRef *next, LLVMValueRef *scale, LLVMValueRef *empty) {
+  for (unsigned g = 0; g < ng; g++) { /* maxima so far first: the others read them */
+    if (online[g] < 0) continue;
+    if (!emit_value(s, group[g]->src[0])) return false;
+    next[g] = render_accumulate(&s->r, group[g], op[g], acc[g], s->val[group[g]->src[0]->id], NULL);
+    scale[g] = emit_rescale(s, (size_t)online[g], acc[g], next[g]);
+    if (!scale[g]) return false;
+    empty[g] = LLVMBuildFCmp(s->r.b, LLVMRealOEQ, next[g], render_const(&s->r, group[g]->dtype,
+                             word_from_double((uj_scalar)group[g]->dtype.scalar, -INFINITY)), "");
+    set_value(s, group[g], next[g], NULL);
+  }
+  for (unsigned g = 0; g < ng; g++) {
+    if (online[g] >= 0) continue;
+    const UOp *x = group[g]->src[0];
+    if (!emit_value(s, x)) return false;
+    LLVMValueRef a = acc[g];
+    if (reads_max[g] >= 0) { /* scaled to the new maximum; while it is -inf, every value read is -inf: none adds */
+      LLVMValueRef f = scale[reads_max[g]];
+      a = LLVMBuildFMul(s->r.b, a, group[g]->dtype.lanes > 1 ? splat(s, group[g]->dtype, f) : f, "");
+    }
+    bool product = reduce_fused_product(group[g]) != NULL; /* fused (docs/semantics.md) */
+    LLVMValueRef ab[2] = {product ? s->val[x->src[0]->id] : NULL, product ? s->val[x->src[1]->id] : NULL};
+    next[g] = render_accumulate(&s->r, group[g], op[g], a, s->val[x->id], product ? ab : NULL);
+    if (reads_max[g] >= 0) next[g] = LLVMBuildSelect(s->r.b, empty[reads_max[g]], acc[g], next[g], "");
+  }
+  return true;
+}
+
+/* The innermost RANGE of REDUCE u when it is an `unroll` RANGE with a
+ * constant bound above 0 (opt/unroll.c): its steps are emitted as that
+ * many copies of the step, not a loop. */
+static const UOp *unrolled_range(const UOp *u) {
+  const UOp *r = u->nsrc > 1 ? u->src[u->nsrc - 1] : NULL, *b = r ? r->src[0] : NULL;
+  return r && range_kind(r) == AXIS_UNROLL && b->op == UJ_OP_CONST && b->bounded && b->vmin > 0 && b->vmin <= MAX_UNROLL ? r : NULL;
+}
+
+/* A copy of an unrolled step: a scope like a loop's (the values emitted
+ * in it are forgotten when it ends), its RANGE the constant c. */
+static void copy_open(State *s, const UOp *range, int64_t c) {
+  s->loops[s->depth] = (Loop){.range = range, .pre = LLVMGetInsertBlock(s->r.b), .serial = ++s->serials};
+  s->depth++;
+  set_value(s, range, LLVMConstInt(render_type(&s->r, range->dtype), (unsigned long long)c, 1), NULL);
 }
 
 static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, unsigned n, unsigned first) {
@@ -332,6 +383,11 @@ static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, u
     DType d = group[g]->dtype;
     acc[g] = render_const(&s->r, d, alu_identity(op[g], (uj_scalar)d.scalar));
   }
+  if (unrolled_range(u)) {
+    if (s->depth == MAX_LOOPS) return fail(s, u, "loops nest deeper than 64");
+    if (!emit_value(s, u->src[n]->src[0])) return false; /* its bound: loops_ran reads it */
+    n--;
+  }
   for (unsigned k = 0; k < n; k++) {
     if (!loop_open(s, u, u->src[1 + k], false)) return false;
     Loop *L = &s->loops[s->depth - 1];
@@ -346,30 +402,24 @@ static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, u
     LLVMPositionBuilderAtEnd(s->r.b, body);
   }
   LLVMValueRef empty[MAX_GROUP]; /* per maximum so far: it is -inf after this step */
-  for (unsigned g = 0; g < ng; g++) { /* maxima so far first: the others read them */
-    if (online[g] < 0) continue;
-    if (!emit_value(s, group[g]->src[0])) return false;
-    next[g] = render_accumulate(&s->r, group[g], op[g], acc[g], s->val[group[g]->src[0]->id], NULL);
-    scale[g] = emit_rescale(s, (size_t)online[g], acc[g], next[g]);
-    if (!scale[g]) return false;
-    empty[g] = LLVMBuildFCmp(s->r.b, LLVMRealOEQ, next[g], render_const(&s->r, group[g]->dtype,
-                             word_from_double((uj_scalar)group[g]->dtype.scalar, -INFINITY)), "");
-    set_value(s, group[g], next[g], NULL);
+  const UOp *unrolled = unrolled_range(u);
+  if (!unrolled)
+    return group_step(s, group, ng, op, online, reads_max, acc, next, scale, empty) &&
+           group_close(s, u, group, ng, first, next, reads_max);
+  for (int64_t c = 0; c < unrolled->src[0]->vmin; c++) { /* the innermost RANGE's steps, one copy each, in order */
+    copy_open(s, unrolled, c);
+    bool ok = group_step(s, group, ng, op, online, reads_max, acc, next, scale, empty);
+    s->depth--; /* the copy's values are forgotten: the next one computes its own */
+    if (!ok) return false;
+    memcpy(acc, next, ng * sizeof *acc);
   }
-  for (unsigned g = 0; g < ng; g++) {
-    if (online[g] >= 0) continue;
-    const UOp *x = group[g]->src[0];
-    if (!emit_value(s, x)) return false;
-    LLVMValueRef a = acc[g];
-    if (reads_max[g] >= 0) { /* scaled to the new maximum; while it is -inf, every value read is -inf: none adds */
-      LLVMValueRef f = scale[reads_max[g]];
-      a = LLVMBuildFMul(s->r.b, a, group[g]->dtype.lanes > 1 ? splat(s, group[g]->dtype, f) : f, "");
-    }
-    bool product = reduce_fused_product(group[g]) != NULL; /* fused (docs/semantics.md) */
-    LLVMValueRef ab[2] = {product ? s->val[x->src[0]->id] : NULL, product ? s->val[x->src[1]->id] : NULL};
-    next[g] = render_accumulate(&s->r, group[g], op[g], a, s->val[x->id], product ? ab : NULL);
-    if (reads_max[g] >= 0) next[g] = LLVMBuildSelect(s->r.b, empty[reads_max[g]], acc[g], next[g], "");
-  }
+  return group_close(s, u, group, ng, first, next, reads_max);
+}
+
+/* Closes the group's loops, their accumulators' exit values in next; the
+ * NaN of a max still -inf; the group's values set. */
+static bool group_close(State *s, const UOp *u, const UOp **group, unsigned ng, unsigned first, LLVMValueRef *next,
+                        const int *reads_max) {
   while (s->depth > first) {
     Loop *L = &s->loops[s->depth - 1];
     LLVMValueRef exit_value[MAX_GROUP]; /* the header's phis, at the exit */

@@ -14,6 +14,7 @@ const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptC
   k = k ? opt_reorder(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_upcast(ctx, k, t->vector_bytes, c) : NULL;
   k = k ? opt_tile(ctx, k, c) : NULL;
+  k = k ? opt_unroll(ctx, k, c) : NULL;
   k = k ? opt_parallel(ctx, k, c->parallel) : NULL;
   return k;
 }
@@ -27,6 +28,7 @@ static uint64_t splitmix(uint64_t *state) {
 
 OptConfig opt_config_random(uint64_t seed) {
   static const unsigned columns[] = {0, 1, 2, 4, 8, 16, 32}, rows[] = {0, 1, 2, 4, 8}, tiles[] = {0, 1, 2, 3, 4, 8};
+  static const unsigned unrolls[] = {0, 1, 2, 3, 4, 8};
   uint64_t s = seed;
   OptConfig c = {0};
   c.lanes = splitmix(&s) % 2 ? OPT_AUTO : OPT_OFF;
@@ -37,6 +39,7 @@ OptConfig opt_config_random(uint64_t seed) {
   c.parallel = (OptSwitch)(splitmix(&s) % 3);
   c.reorder = (OptSwitch)(splitmix(&s) % 3);
   c.stream = (OptSwitch)(splitmix(&s) % 3);
+  c.unroll = unrolls[splitmix(&s) % (sizeof unrolls / sizeof *unrolls)];
   return c;
 }
 

@@ -14,6 +14,8 @@
  *               (register blocking: a GEMM computes U outputs per pass)
  *   tile.c      the rows of a blocked kernel cut in tiles, each tile's
  *               column loop outside its rows (a panel reused from L2)
+ *   unroll.c    the innermost loop of reductions unrolled (forced only:
+ *               the heuristics leave it to LLVM)
  *   parallel.c  the outermost loop of a big enough kernel becomes a
  *               `global` range: threads on the CPU (split in parts by the
  *               renderer and run by the thread pool), the grid on GPUs
@@ -52,6 +54,7 @@ typedef struct OptConfig {
   OptSwitch parallel; /* the outer loop on threads */
   OptSwitch reorder;  /* an output loop two registers divide moved innermost (reorder.c) */
   OptSwitch stream;   /* a reduction down columns run a row at a time (stream.c) */
+  unsigned unroll;    /* steps of a reduction's innermost loop unrolled, 2 .. 16 (unroll.c); 0, 1: none */
 } OptConfig;
 
 /* A search for the config of each kernel (lib/runtime/beam.c, UJ_BEAM:
@@ -83,6 +86,7 @@ const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const 
 const UOp *opt_shadow(Ctx *ctx, const UOp *kernel);
 const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config);
 const UOp *opt_hoist(Ctx *ctx, const UOp *kernel);
+const UOp *opt_unroll(Ctx *ctx, const UOp *kernel, const OptConfig *config);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
  * than this stays in one thread (a launch on the pool costs microseconds). */

@@ -129,21 +129,22 @@ static bool cache_add(Beam *b, uint64_t kernel, const OptConfig *c) {
   return true;
 }
 
-/* One line: tag, version, machine, kernel, the eight fields of the config,
+/* One line: tag, version, machine, kernel, the nine fields of the config,
  * then the winner's and the heuristics' nanoseconds (for people). */
 static bool cache_parse(const char *line, uint64_t machine, BeamEntry *e) {
-  unsigned version, v[8];
+  unsigned version, v[9];
   unsigned long long m, k, ns[2];
   int end = -1;
-  if (sscanf(line, BEAM_CACHE_TAG " %u %llx %llx %u %u %u %u %u %u %u %u %llu %llu%n", &version, &m, &k, &v[0], &v[1],
-             &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &ns[0], &ns[1], &end) != 13 || end < 0)
+  if (sscanf(line, BEAM_CACHE_TAG " %u %llx %llx %u %u %u %u %u %u %u %u %u %llu %llu%n", &version, &m, &k, &v[0], &v[1],
+             &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &ns[0], &ns[1], &end) != 14 || end < 0)
     return false;
   if (line[end] != '\n' && line[end] != '\0') return false;
   if (version != BEAM_CACHE_VERSION || m != machine) return false;
   if (v[0] > OPT_ON || v[4] > OPT_ON || v[5] > OPT_ON || v[6] > OPT_ON || v[7] > OPT_ON || v[1] > 1024 || v[2] > 1024 ||
-      v[3] > 1024)
+      v[3] > 1024 || v[8] > 1024)
     return false;
-  *e = (BeamEntry){k, {(OptSwitch)v[0], v[1], v[2], v[3], (OptSwitch)v[4], (OptSwitch)v[5], (OptSwitch)v[6], (OptSwitch)v[7]}};
+  *e = (BeamEntry){k, {(OptSwitch)v[0], v[1], v[2], v[3], (OptSwitch)v[4], (OptSwitch)v[5], (OptSwitch)v[6], (OptSwitch)v[7],
+                       v[8]}};
   return true;
 }
 
@@ -179,10 +180,10 @@ static void make_parents(const char *path) {
 static void cache_append(Beam *b, uint64_t kernel, const OptConfig *c, double best, double heuristic) {
   if (!b->path[0]) return;
   char line[256];
-  int n = snprintf(line, sizeof line, BEAM_CACHE_TAG " %d %016llx %016llx %u %u %u %u %u %u %u %u %llu %llu\n",
+  int n = snprintf(line, sizeof line, BEAM_CACHE_TAG " %d %016llx %016llx %u %u %u %u %u %u %u %u %u %llu %llu\n",
                    BEAM_CACHE_VERSION, (unsigned long long)b->machine, (unsigned long long)kernel, (unsigned)c->lanes,
                    c->columns, c->rows, c->tile, (unsigned)c->stage, (unsigned)c->parallel, (unsigned)c->reorder,
-                   (unsigned)c->stream,
+                   (unsigned)c->stream, c->unroll,
                    (unsigned long long)(best * 1e9), (unsigned long long)(heuristic * 1e9));
   make_parents(b->path);
   int fd = open(b->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -341,7 +342,7 @@ typedef struct Search {
   unsigned register_elems; /* W: elements of the stored value in a register */
 } Search;
 
-enum { FIELD_COLUMNS, FIELD_ROWS, FIELD_TILE, FIELD_PARALLEL, FIELD_STAGE, FIELD_LANES, FIELD_REORDER, FIELD_STREAM, FIELD_COUNT };
+enum { FIELD_COLUMNS, FIELD_ROWS, FIELD_TILE, FIELD_PARALLEL, FIELD_STAGE, FIELD_LANES, FIELD_REORDER, FIELD_STREAM, FIELD_UNROLL, FIELD_COUNT };
 
 static OptConfig config_with(OptConfig c, unsigned field, unsigned v) {
   switch (field) {
@@ -352,6 +353,7 @@ static OptConfig config_with(OptConfig c, unsigned field, unsigned v) {
   case FIELD_STAGE: c.stage = (OptSwitch)v; break;
   case FIELD_REORDER: c.reorder = (OptSwitch)v; break;
   case FIELD_STREAM: c.stream = (OptSwitch)v; break;
+  case FIELD_UNROLL: c.unroll = v; break;
   default: c.lanes = (OptSwitch)v; break;
   }
   return c;
@@ -359,13 +361,14 @@ static OptConfig config_with(OptConfig c, unsigned field, unsigned v) {
 
 static bool config_eq(const OptConfig *a, const OptConfig *b) {
   return a->lanes == b->lanes && a->columns == b->columns && a->rows == b->rows && a->tile == b->tile &&
-         a->stage == b->stage && a->parallel == b->parallel && a->reorder == b->reorder && a->stream == b->stream;
+         a->stage == b->stage && a->parallel == b->parallel && a->reorder == b->reorder && a->stream == b->stream &&
+         a->unroll == b->unroll;
 }
 
 /* The values a field takes in the search (0: the heuristics'); columns
  * are W/2, W and 2W, W the stored value's elements in a register. */
 static unsigned field_values(const Search *s, unsigned field, unsigned *out) {
-  static const unsigned rows[] = {0, 1, 2, 4, 8}, tiles[] = {0, 1, 2, 4, 8, 16};
+  static const unsigned rows[] = {0, 1, 2, 4, 8}, tiles[] = {0, 1, 2, 4, 8, 16}, unrolls[] = {0, 2, 4, 8};
   static const unsigned switches[] = {OPT_AUTO, OPT_OFF, OPT_ON};
   unsigned w = s->register_elems, n = 0;
   switch (field) {
@@ -377,6 +380,7 @@ static unsigned field_values(const Search *s, unsigned field, unsigned *out) {
     return n;
   case FIELD_ROWS: memcpy(out, rows, sizeof rows); return sizeof rows / sizeof *rows;
   case FIELD_TILE: memcpy(out, tiles, sizeof tiles); return sizeof tiles / sizeof *tiles;
+  case FIELD_UNROLL: memcpy(out, unrolls, sizeof unrolls); return sizeof unrolls / sizeof *unrolls;
   case FIELD_LANES: memcpy(out, switches, 2 * sizeof *switches); return 2; /* ON is AUTO for lanes */
   default: memcpy(out, switches, sizeof switches); return sizeof switches / sizeof *switches;
   }
@@ -391,9 +395,9 @@ static double best_seconds(const Search *s) {
 
 static void config_text(const OptConfig *c, char *out, size_t size) {
   static const char *const sw[] = {"auto", "off", "on"};
-  int n = snprintf(out, size, "lanes=%s columns=%u rows=%u tile=%u stage=%s parallel=%s reorder=%s stream=%s",
+  int n = snprintf(out, size, "lanes=%s columns=%u rows=%u tile=%u stage=%s parallel=%s reorder=%s stream=%s unroll=%u",
                    sw[c->lanes], c->columns, c->rows, c->tile, sw[c->stage], sw[c->parallel], sw[c->reorder],
-                   sw[c->stream]);
+                   sw[c->stream], c->unroll);
   if (n < 0) out[0] = '\0';
 }
 

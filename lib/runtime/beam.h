@@ -17,7 +17,7 @@
 /* The cache file's format: the first word of each line, and its version
  * (a line of another version is skipped). */
 #define BEAM_CACHE_TAG "uopjit-beam"
-enum { BEAM_CACHE_VERSION = 3, BEAM_MAX_WIDTH = 16 };
+enum { BEAM_CACHE_VERSION = 4, BEAM_MAX_WIDTH = 16 };
 
 /* What a search has done so far (tests read it). */
 typedef struct BeamStats {
