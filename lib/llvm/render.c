@@ -383,7 +383,8 @@ static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, u
     DType d = group[g]->dtype;
     acc[g] = render_const(&s->r, d, alu_identity(op[g], (uj_scalar)d.scalar));
   }
-  if (unrolled_range(u)) {
+  const UOp *unrolled = unrolled_range(u);
+  if (unrolled) {
     if (s->depth == MAX_LOOPS) return fail(s, u, "loops nest deeper than 64");
     if (!emit_value(s, u->src[n]->src[0])) return false; /* its bound: loops_ran reads it */
     n--;
@@ -402,7 +403,6 @@ static bool emit_group(State *s, const UOp *u, const UOp **group, unsigned ng, u
     LLVMPositionBuilderAtEnd(s->r.b, body);
   }
   LLVMValueRef empty[MAX_GROUP]; /* per maximum so far: it is -inf after this step */
-  const UOp *unrolled = unrolled_range(u);
   if (!unrolled)
     return group_step(s, group, ng, op, online, reads_max, acc, next, scale, empty) &&
            group_close(s, u, group, ng, first, next, reads_max);

@@ -38,7 +38,8 @@
  * least; the accumulators of a chunk at most; columns that make two
  * chunks (for two threads); the lanes of one vector at most. */
 enum { STREAM_MIN_COLUMN_BYTES = 1024, STREAM_MIN_ROW_BYTES = 2048, STREAM_ACC_BYTES = 16 << 10,
-       STREAM_SPLIT_BYTES = 16 << 10, STREAM_MAX_LANES = 64, STREAM_STEPS = 8 };
+       STREAM_SPLIT_BYTES = 16 << 10, STREAM_MAX_LANES = 64, STREAM_STEPS = 8,
+       STREAM_MAX_MATRIX = 16 };
 
 typedef struct Stream {
   Ctx *ctx;
@@ -46,7 +47,9 @@ typedef struct Stream {
   int64_t columns, chunk; /* J and C */
   unsigned w;             /* lanes of a vector */
   unsigned steps;         /* steps of k a pass over the accumulators */
-  int64_t row_bytes;      /* the widest stride along k of the loads, in bytes */
+  int64_t row_bytes;      /* the widest stride along k of the matrix's loads, in bytes */
+  const UOp *matrix[STREAM_MAX_MATRIX]; /* the indices of the loads along j and k */
+  size_t nmatrix;
 } Stream;
 
 /* How far idx advances when r does: a constant, or 0 when it is not. */
@@ -58,29 +61,36 @@ static int64_t stride_along(Ctx *ctx, const UOp *idx, const UOp *r) {
 }
 
 /* The loads of the REDUCE's value: none gated, each contiguous along j
- * if it depends on j; s->row_bytes the widest stride along k of those
- * that depend on both. *matrix: whether a loop `outer` is read by such a
- * load (NULL: not asked). */
-static bool loads_stream(Stream *s, const UOp *outer, bool *matrix) {
+ * if it depends on j; those that depend on j and k (the matrix) in
+ * s->matrix, s->row_bytes the widest stride along k among them. false
+ * when a load is not that or there are too many. */
+static bool loads_stream(Stream *s) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(s->ctx, s->reduce->src[0], &nodes);
   bool ok = n > 0;
-  if (matrix) *matrix = false;
   for (size_t i = 0; ok && i < n; i++) {
     const UOp *u = nodes[i], *idx = u->op == UJ_OP_LOAD ? u->src[0] : NULL;
-    if (u->op == UJ_OP_REDUCE && u != s->reduce) ok = false; /* a nested REDUCE */
     if (!idx) continue;
     ok = idx->op == UJ_OP_INDEX && idx->nsrc == 2;
-    bool along_j = ok && opt_contains(s->ctx, idx->src[1], s->j);
-    if (!along_j) continue;
+    if (!ok || !opt_contains(s->ctx, idx->src[1], s->j)) continue;
     ok = stride_along(s->ctx, idx->src[1], s->j) == 1;
     int64_t sk = ok && opt_contains(s->ctx, idx->src[1], s->k) ? stride_along(s->ctx, idx->src[1], s->k) : 0;
+    if (!sk) continue;
+    ok = s->nmatrix < STREAM_MAX_MATRIX;
+    if (ok) s->matrix[s->nmatrix++] = idx->src[1];
     int64_t bytes = sk * (int64_t)elem_bytes(u->dtype);
     s->row_bytes = bytes > s->row_bytes ? bytes : s->row_bytes;
-    if (matrix && sk && outer && opt_contains(s->ctx, idx->src[1], outer)) *matrix = true;
   }
   free(nodes);
   return ok;
+}
+
+/* Whether the matrix's loads read loop range r (a batch's loop, not rows
+ * that register blocking would read the matrix once for). */
+static bool matrix_reads(const Stream *s, const UOp *r) {
+  for (size_t m = 0; m < s->nmatrix; m++)
+    if (opt_contains(s->ctx, s->matrix[m], r)) return true;
+  return false;
 }
 
 /* Whether the kernel is one the pass takes (forced: whatever the sizes). */
@@ -95,14 +105,12 @@ static bool stream_fits(Stream *s, const UOp *kernel, unsigned vector_bytes, boo
   size_t elem = elem_bytes(r->dtype);
   s->w = elem ? vector_bytes / (unsigned)elem : 0;
   s->w = s->w > STREAM_MAX_LANES ? STREAM_MAX_LANES : s->w < 1 ? 1 : s->w;
-  if (!s->columns || s->columns % s->w || !opt_depends(s->ctx, r, s->j) || !loads_stream(s, NULL, NULL)) return false;
+  if (!s->columns || s->columns % s->w || !opt_depends(s->ctx, r, s->j) || !loads_stream(s)) return false;
   if (!forced && (s->columns * (int64_t)elem < STREAM_MIN_COLUMN_BYTES || s->row_bytes < STREAM_MIN_ROW_BYTES))
     return false;
   /* the loops around j: none that the value reads and the matrix does not (rows to reuse b for) */
-  for (const UOp *e = kernel->src[0]; e != s->end; e = e->src[1]) {
-    bool matrix;
-    if (opt_depends(s->ctx, r->src[0], e->src[0]) && (!loads_stream(s, e->src[0], &matrix) || !matrix)) return false;
-  }
+  for (const UOp *e = kernel->src[0]; e != s->end; e = e->src[1])
+    if (opt_depends(s->ctx, r->src[0], e->src[0]) && !matrix_reads(s, e->src[0])) return false;
   int64_t c = s->columns;
   while (c * (int64_t)elem > STREAM_ACC_BYTES && c % (2 * s->w) == 0) c /= 2;
   if (c == s->columns && c * (int64_t)elem >= STREAM_SPLIT_BYTES && c % (2 * s->w) == 0) c /= 2;
@@ -191,7 +199,7 @@ static const UOp *final_loop(Ctx *ctx, const Stream *s, const UOp *acc, const UO
 }
 
 const UOp *opt_stream(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config) {
-  Stream s = {ctx, opt_innermost_end(kernel), NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0};
+  Stream s = {.ctx = ctx, .end = opt_innermost_end(kernel)};
   if (config->stream == OPT_OFF || !s.end) return kernel;
   s.store = s.end->src[1], s.j = s.end->src[0];
   if (range_kind(s.j) != AXIS_LOOP || !stream_fits(&s, kernel, vector_bytes, config->stream == OPT_ON)) return kernel;

@@ -250,19 +250,21 @@ static bool online_set(Ctx *ctx, const UOp *top, const UOp *const *cone, size_t 
   return any;
 }
 
-/* Whether cut node x's own kernel computes a REDUCE (seen[]: scratch by
- * node id, marked for x's kernel and the cuts at its edge). */
+/* Whether cut node x's own kernel computes a REDUCE (the cuts at its edge
+ * count); seen[]: scratch by node id, zero before and after (the nodes
+ * visited are stack[0 .. tail), a queue). */
 static bool holds_reduce(const UOp *x, const unsigned char *cut, unsigned char *seen, const UOp **stack) {
-  size_t sp = 0;
+  size_t head = 0, tail = 0;
   bool found = false;
-  stack[sp++] = x, seen[x->id] = 1;
-  while (sp > 0) {
-    const UOp *u = stack[--sp];
-    found |= is_reduce(u);
+  stack[tail++] = x, seen[x->id] = 1;
+  while (head < tail && !found) {
+    const UOp *u = stack[head++];
+    found = is_reduce(u);
     if (u != x && cut[u->id]) continue;
     for (uint32_t k = 0; k < u->nsrc; k++)
-      if (!seen[u->src[k]->id]) seen[u->src[k]->id] = 1, stack[sp++] = u->src[k];
+      if (!seen[u->src[k]->id]) seen[u->src[k]->id] = 1, stack[tail++] = u->src[k];
   }
+  while (tail > 0) seen[stack[--tail]->id] = 0;
   return found;
 }
 
@@ -285,9 +287,7 @@ static bool row_set(const UOp *top, const UOp *const *cone, size_t m, unsigned c
     for (size_t c = 0; c < m; c++) {
       const UOp *x = cone[c];
       if (x == top || !region[x->id] || !cut[x->id] || root[x->id] || schedule_view_buffer(x)) continue;
-      bool reduces = holds_reduce(x, cut, seen, stack);
-      for (size_t z = 0; z < m; z++) seen[cone[z]->id] = 0;
-      if (reduces) set[x->id] = 1, cut[x->id] = 0, any = grew = true;
+      if (holds_reduce(x, cut, seen, stack)) set[x->id] = 1, cut[x->id] = 0, any = grew = true;
     }
   }
   return any;

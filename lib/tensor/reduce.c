@@ -104,6 +104,14 @@ static const UOp *column_sums(uj_session *s, const UOp *x, unsigned lead, int64_
  *   the optimizer keeps the partials in one vector register (opt/lanes.h)
  *   rather than adding every element to one latency-bound accumulator.
  * Others, and sums not over trailing axes: one REDUCE, in C order. */
+/* total in x's shape with the axes ax[0..n) 1 (a keepdim reduction's). */
+static const UOp *reduced_shape(uj_session *s, const UOp *total, const UOp *x, const int64_t *ax, unsigned n) {
+  int64_t shape[UJ_MAX_DIMS];
+  memcpy(shape, x->shape, x->ndim * sizeof *shape);
+  for (unsigned i = 0; i < n; i++) shape[ax[i]] = 1;
+  return node_reshape(s, total, shape, x->ndim);
+}
+
 static const UOp *sum_in(uj_session *s, const UOp *x, const int64_t *ax, unsigned n, bool blocks) {
   if (!x) return NULL;
   int64_t count = 1;
@@ -118,18 +126,12 @@ static const UOp *sum_in(uj_session *s, const UOp *x, const int64_t *ax, unsigne
     partial = sum_in(s, reshape_product(s, x, shape, lead + 2), &chunk, 1, false);
     partial = partial ? tensor_node(s, "sum", UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
     int64_t cols = lead;
-    const UOp *total = sum_in(s, node_reshape(s, partial, shape, lead + 1), &cols, 1, false);
-    memcpy(shape, x->shape, x->ndim * sizeof *shape);
-    for (unsigned i = 0; i < n; i++) shape[ax[i]] = 1;
-    return node_reshape(s, total, shape, x->ndim);
+    return reduced_shape(s, sum_in(s, node_reshape(s, partial, shape, lead + 1), &cols, 1, false), x, ax, n);
   }
   if (!trailing || count < LANES_MIN_EXTENT || count % LANES_WIDTH) return node_reduce(s, UJ_OP_ADD, x, ax, n);
   partial = column_sums(s, x, lead, count, LANES_WIDTH);
-  int64_t cols = lead + 1, shape[UJ_MAX_DIMS];
-  const UOp *total = partial ? sum_in(s, partial, &cols, 1, false) : NULL;
-  memcpy(shape, x->shape, x->ndim * sizeof *shape);
-  for (unsigned i = 0; i < n; i++) shape[ax[i]] = 1;
-  return node_reshape(s, total, shape, x->ndim);
+  int64_t cols = lead + 1;
+  return reduced_shape(s, partial ? sum_in(s, partial, &cols, 1, false) : NULL, x, ax, n);
 }
 
 static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
