@@ -1,8 +1,9 @@
 /* npy.c — NumPy .npy files, read and written.
  *
- * In: a path (npy_read), or a dtype, a shape and dense C-order host memory
- * (npy_write). Out: an NpyArray holding a malloc'd copy of the file's
- * elements, or a file byte for byte as NumPy writes it.
+ * In: a path (npy_read) or the bytes of a file (npy_read_mem), or a dtype,
+ * a shape and dense C-order host memory (npy_write). Out: an NpyArray
+ * holding a malloc'd copy of the file's elements, or a file byte for byte
+ * as NumPy writes it.
  *
  * The file: the magic "\x93NUMPY", a version byte pair (1.0, 2.0 or 3.0), the
  * header length (2 bytes little endian for 1.0, 4 for 2.0 and 3.0), the
@@ -313,19 +314,50 @@ static bool header_parse(const NpyErr *e, const char *text, size_t len, NpyHeade
 
 /* ---- reading ---- */
 
-/* n bytes; false with a message when the file ends first or reading fails. */
-static bool read_exact(const NpyErr *e, FILE *f, void *buf, size_t n, const char *what) {
-  size_t got = fread(buf, 1, n, f);
+/* Where the bytes come from: an open file, or memory (file NULL). One
+ * reader serves both, so npy_read and npy_read_mem refuse and accept the
+ * same inputs with the same messages. */
+typedef struct NpySource {
+  FILE *file;
+  const unsigned char *mem; /* size bytes; pos of them read */
+  size_t size, pos;
+} NpySource;
+
+/* Up to n bytes into buf; how many were read. */
+static size_t source_read(NpySource *src, void *buf, size_t n) {
+  if (src->file) return fread(buf, 1, n, src->file);
+  size_t got = n < src->size - src->pos ? n : src->size - src->pos;
+  if (got) memcpy(buf, src->mem + src->pos, got);
+  src->pos += got;
+  return got;
+}
+
+static bool source_failed(const NpySource *src) { return src->file && ferror(src->file); }
+
+/* The bytes after offset, when they are known before reading (memory, a
+ * regular file); false for a pipe or a device. */
+static bool source_left(const NpySource *src, long long offset, long long *left) {
+  struct stat st;
+  if (!src->file) *left = (long long)src->size - offset;
+  else if (fstat(fileno(src->file), &st) == 0 && S_ISREG(st.st_mode))
+    *left = (long long)st.st_size - offset;
+  else return false;
+  return true;
+}
+
+/* n bytes; false with a message when the input ends first or reading fails. */
+static bool read_exact(const NpyErr *e, NpySource *src, void *buf, size_t n, const char *what) {
+  size_t got = source_read(src, buf, n);
   if (got == n) return true;
-  if (ferror(f)) return fail(e, "cannot read: %s", strerror(errno));
+  if (source_failed(src)) return fail(e, "cannot read: %s", strerror(errno));
   return fail(e, "%s is truncated: %zu bytes of %zu", what, got, n);
 }
 
 /* Magic, version, header length; *offset: where the header ends. */
-static bool read_header(const NpyErr *e, FILE *f, NpyHeader *h, long long *offset) {
+static bool read_header(const NpyErr *e, NpySource *src, NpyHeader *h, long long *offset) {
   unsigned char pre[NPY_MAGIC_LEN + 2 + 4];
-  size_t got = fread(pre, 1, NPY_MAGIC_LEN + 2, f);
-  if (ferror(f)) return fail(e, "cannot read: %s", strerror(errno));
+  size_t got = source_read(src, pre, NPY_MAGIC_LEN + 2);
+  if (source_failed(src)) return fail(e, "cannot read: %s", strerror(errno));
   if (got < NPY_MAGIC_LEN + 2 || memcmp(pre, npy_magic, NPY_MAGIC_LEN) != 0)
     return fail(e, "not a .npy file: it does not start with the magic string \\x93NUMPY");
   unsigned major = pre[NPY_MAGIC_LEN], minor = pre[NPY_MAGIC_LEN + 1];
@@ -333,23 +365,24 @@ static bool read_header(const NpyErr *e, FILE *f, NpyHeader *h, long long *offse
     return fail(e, "unsupported .npy format version %u.%u (1.0, 2.0 and 3.0 are read)", major,
                 minor);
   size_t lenbytes = major == 1 ? 2 : 4;
-  if (!read_exact(e, f, pre + NPY_MAGIC_LEN + 2, lenbytes, "header length")) return false;
+  if (!read_exact(e, src, pre + NPY_MAGIC_LEN + 2, lenbytes, "header length")) return false;
   uint32_t len = 0;
   for (size_t i = lenbytes; i-- > 0;) len = len << 8 | pre[NPY_MAGIC_LEN + 2 + i];
   if (len > NPY_MAX_HEADER) return fail(e, "header of %u bytes is too long", (unsigned)len);
   char *text = malloc(len ? len : 1);
   if (!text) return fail(e, "out of memory");
-  bool ok = read_exact(e, f, text, len, "header") && header_parse(e, text, len, h);
+  bool ok = read_exact(e, src, text, len, "header") && header_parse(e, text, len, h);
   free(text);
   *offset = (long long)(NPY_MAGIC_LEN + 2 + lenbytes + len);
   return ok;
 }
 
-/* For a regular file, the data's size checked before it is allocated. */
-static bool read_size_check(const NpyErr *e, FILE *f, long long offset, size_t bytes) {
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return true;
-  long long have = (long long)st.st_size - offset;
+/* When the input's size is known, the data's size checked before it is
+ * allocated. */
+static bool read_size_check(const NpyErr *e, const NpySource *src, long long offset,
+                            size_t bytes) {
+  long long have;
+  if (!source_left(src, offset, &have)) return true;
   if (have < 0 || (unsigned long long)have < bytes)
     return fail(e, "data is truncated: %lld bytes of %zu", have < 0 ? 0 : have, bytes);
   if ((unsigned long long)have > bytes)
@@ -358,14 +391,17 @@ static bool read_size_check(const NpyErr *e, FILE *f, long long offset, size_t b
   return true;
 }
 
-static bool read_data(const NpyErr *e, FILE *f, const NpyHeader *h, long long offset, NpyArray *a) {
+static bool read_data(const NpyErr *e, NpySource *src, const NpyHeader *h, long long offset,
+                      NpyArray *a) {
   size_t bytes;
+  unsigned char extra;
   if (!npy_shape_bytes(e, h->shape, h->ndim, h->type->size, &bytes)) return false;
-  if (!read_size_check(e, f, offset, bytes)) return false;
+  if (!read_size_check(e, src, offset, bytes)) return false;
   void *data = malloc(bytes ? bytes : 1);
   if (!data) return fail(e, "out of memory for %zu bytes of data", bytes);
-  bool ok = read_exact(e, f, data, bytes, "data");
-  if (ok && fgetc(f) != EOF) ok = fail(e, "trailing bytes after the %zu of the shape", bytes);
+  bool ok = read_exact(e, src, data, bytes, "data");
+  if (ok && source_read(src, &extra, 1) == 1)
+    ok = fail(e, "trailing bytes after the %zu of the shape", bytes);
   ok = ok && npy_bools_check(e, h->type, data, bytes, "read");
   if (!ok) {
     free(data);
@@ -376,15 +412,27 @@ static bool read_data(const NpyErr *e, FILE *f, const NpyHeader *h, long long of
   return true;
 }
 
+static bool read_source(const NpyErr *e, NpySource *src, NpyArray *out) {
+  NpyHeader h = {0};
+  long long offset = 0;
+  return read_header(e, src, &h, &offset) && read_data(e, src, &h, offset, out);
+}
+
 bool npy_read(const char *path, NpyArray *out, char *err, size_t errsize) {
   NpyErr e = {path, err, errsize};
   FILE *f = fopen(path, "rb");
   if (!f) return fail(&e, "cannot open: %s", strerror(errno));
-  NpyHeader h = {0};
-  long long offset = 0;
-  bool ok = read_header(&e, f, &h, &offset) && read_data(&e, f, &h, offset, out);
+  NpySource src = {.file = f};
+  bool ok = read_source(&e, &src, out);
   fclose(f);
   return ok;
+}
+
+bool npy_read_mem(const void *data, size_t size, const char *name, NpyArray *out, char *err,
+                  size_t errsize) {
+  NpyErr e = {name, err, errsize};
+  NpySource src = {.mem = data, .size = size};
+  return read_source(&e, &src, out);
 }
 
 void npy_free(NpyArray *a) {

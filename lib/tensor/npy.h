@@ -1,9 +1,10 @@
 /* npy.h — NumPy .npy files, read and written (npy.c).
  *
- * In: a path, and for npy_write a dense C-order array (dtype, shape, host
- * memory). Out: an NpyArray whose data is a malloc'd copy of the file's
- * elements, or a file as NumPy itself writes it (format 1.0; 2.0 if the
- * header would not fit), its data on a 64-byte boundary.
+ * In: a path or the bytes of a file in memory, and for npy_write a dense
+ * C-order array (dtype, shape, host memory). Out: an NpyArray whose data
+ * is a malloc'd copy of the file's elements, or a file as NumPy itself
+ * writes it (format 1.0; 2.0 if the header would not fit), its data on a
+ * 64-byte boundary.
  *
  * Read: format versions 1.0, 2.0 and 3.0; descr '<f4' '<f8' '<i4' '<i8'
  * '|b1' '|u1' (one-byte types also with '<' or '='); fortran_order False.
@@ -37,6 +38,12 @@ typedef struct NpyArray {
 /* false and "PATH: message" in err (NUL-terminated, truncated to errsize); nothing leaked, *out
  * untouched on failure. */
 bool npy_read(const char *path, NpyArray *out, char *err, size_t errsize);
+/* The same reader over the size bytes of a whole file at data (may be NULL
+ * when size is 0); messages start "NAME: ". What npy_read accepts, this
+ * accepts, with the same messages (the fuzz target test/fuzz/fuzz_npy.c
+ * checks that). */
+bool npy_read_mem(const void *data, size_t size, const char *name, NpyArray *out, char *err,
+                  size_t errsize);
 /* shape: ndim dims (may be NULL when ndim is 0); data: numel elements as NpyArray holds them (may
  * be NULL when numel is 0). */
 bool npy_write(const char *path, uj_scalar dtype, const int64_t *shape, unsigned ndim,
