@@ -17,7 +17,6 @@
  * and exit with status 1. Every path frees what it allocated. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -70,15 +69,6 @@ static const char usage_text[] =
     "\n"
     "FILE '-' is stdin. With no input and stdin a terminal, uopjit prompts.\n"
     "UJ_DEBUG=1..4 in the environment makes the library report on stderr.\n";
-
-void report(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("uopjit: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
 
 /* ---- options ---- */
 
