@@ -145,7 +145,7 @@ static bool step(Walk *w, Frame f) {
 }
 
 const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user) {
-  Walk w = {.rw = {ctx, rs, user}};
+  Walk w = {.rw = {.ctx = ctx, .rules = rs, .user = user}};
   w.budget = 64 * (ctx->nnodes + 1024);
   bool ok = walk_fit(&w) && mark_shared(&w, root) && enter(&w, root);
   while (ok && w.top) ok = step(&w, w.stack[--w.top]);
