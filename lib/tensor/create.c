@@ -16,13 +16,9 @@
 
 static bool check_shape(uj_session *s, const char *op, const int64_t *shape, unsigned ndim) {
   if (ndim > UJ_MAX_DIMS) return tensor_fail(s, op, "%u axes; at most %d", ndim, UJ_MAX_DIMS), false;
-  int64_t n = 1;
-  for (unsigned k = 0; k < ndim; k++) {
+  for (unsigned k = 0; k < ndim; k++)
     if (shape[k] < 0) return tensor_fail(s, op, "axis %u has negative size %lld", k, (long long)shape[k]), false;
-    if (__builtin_mul_overflow(n, shape[k], &n) || n > ((int64_t)1 << 40))
-      return tensor_fail(s, op, "too many elements (more than 2^40)"), false;
-  }
-  return true;
+  return tensor_check_shape(s, op, shape, ndim);
 }
 
 static bool check_dtype(uj_session *s, const char *op, uj_scalar d) {
@@ -36,20 +32,25 @@ uj_tensor *uj_tensor_from_data(uj_session *s, uj_scalar dtype, const int64_t *sh
   RtBuffer *mem;
   const UOp *view = tensor_new_buffer(s, dtype, shape, ndim, &mem);
   if (!view || !s->device->ops->copy_in(s->device, mem->mem, data, mem->bytes)) return NULL;
-  return tensor_wrap(s, view);
+  return tensor_wrap(s, "from_data", view);
+}
+
+/* full, zeros and ones, named op in messages. */
+static uj_tensor *full_named(uj_session *s, const char *op, uj_scalar dtype, const int64_t *shape, unsigned ndim, double value) {
+  if (!s || !check_dtype(s, op, dtype) || !check_shape(s, op, shape, ndim)) return NULL;
+  return tensor_wrap(s, op, node_full(s, dt_scalar(dtype), value, shape, ndim));
 }
 
 uj_tensor *uj_tensor_full(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim, double value) {
-  if (!s || !check_dtype(s, "full", dtype) || !check_shape(s, "full", shape, ndim)) return NULL;
-  return tensor_wrap(s, node_full(s, dt_scalar(dtype), value, shape, ndim));
+  return full_named(s, "full", dtype, shape, ndim, value);
 }
 
 uj_tensor *uj_tensor_zeros(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim) {
-  return uj_tensor_full(s, dtype, shape, ndim, 0);
+  return full_named(s, "zeros", dtype, shape, ndim, 0);
 }
 
 uj_tensor *uj_tensor_ones(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim) {
-  return uj_tensor_full(s, dtype, shape, ndim, 1);
+  return full_named(s, "ones", dtype, shape, ndim, 1);
 }
 
 /* n float64 values made by f(i), converted to dtype, as a new tensor. */
@@ -77,8 +78,8 @@ uj_tensor *uj_tensor_arange(uj_session *s, uj_scalar dtype, double start, double
   if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
     return tensor_fail(s, "arange", "start %g, stop %g, step %g: the step must be nonzero and all finite", start, stop, step);
   double count = ceil((stop - start) / step);
-  if (count > 0x1p40) /* before the cast, which could overflow */
-    return tensor_fail(s, "arange", "start %g, stop %g, step %g: too many elements (more than 2^40)", start, stop, step);
+  if (count > (double)s->max_elements) /* before the cast, which could overflow */
+    return tensor_fail(s, "arange", "start %g, stop %g, step %g: too many elements (%.17g)", start, stop, step, count);
   int64_t shape[1] = {count > 0 ? (int64_t)count : 0};
   if (!check_shape(s, "arange", shape, 1)) return NULL;
   return from_values(s, "arange", dtype, shape, 1, arange_at, &(Arange){start, step});

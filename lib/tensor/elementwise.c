@@ -88,7 +88,7 @@ uj_tensor *uj_tensor_binary(uj_binop op, uj_tensor *a, uj_tensor *b) {
   if ((unsigned)op >= UJ_BIN_COUNT) return tensor_fail(a->s, "binary", "unknown op %d", (int)op);
   const UOp *x = a->node, *y = b->node;
   if (!node_promote(a->s, uj_binop_name(op), &x, &y)) return NULL;
-  return tensor_wrap(a->s, binary(a->s, op, x, y));
+  return tensor_wrap(a->s, uj_binop_name(op), binary(a->s, op, x, y));
 }
 
 uj_tensor *uj_tensor_binary_scalar(uj_binop op, uj_tensor *a, double v, bool v_left) {
@@ -98,11 +98,11 @@ uj_tensor *uj_tensor_binary_scalar(uj_binop op, uj_tensor *a, double v, bool v_l
   const UOp *x = a->node;
   bool integral = v == floor(v) && fabs(v) < 9.2e18;
   if (op == UJ_BIN_POW && !v_left && integral && fabs(v) <= 64 && (dt_is_float(x->dtype) || v >= 0))
-    return tensor_wrap(s, pow_int(s, dt_is_bool(x->dtype) ? node_cast(s, x, UJ_INT32) : x, (int64_t)v));
+    return tensor_wrap(s, "pow", pow_int(s, dt_is_bool(x->dtype) ? node_cast(s, x, UJ_INT32) : x, (int64_t)v));
   if (!dt_is_float(x->dtype) && !integral) x = node_cast(s, x, UJ_FLOAT32);
   else if (dt_is_bool(x->dtype) && !(v == 0 || v == 1) && op < UJ_BIN_AND) x = node_cast(s, x, UJ_INT32);
   const UOp *c = node_full(s, x->dtype, v, x->shape, x->ndim);
-  return tensor_wrap(s, c ? binary(s, op, v_left ? c : x, v_left ? x : c) : NULL);
+  return tensor_wrap(s, uj_binop_name(op), c ? binary(s, op, v_left ? c : x, v_left ? x : c) : NULL);
 }
 
 uj_tensor *uj_tensor_unary(uj_unop op, uj_tensor *a) {
@@ -113,13 +113,13 @@ uj_tensor *uj_tensor_unary(uj_unop op, uj_tensor *a) {
   if (op == UJ_UN_NOT && dt_is_float(x->dtype)) return tensor_fail(a->s, "not", "takes bool or integer tensors, not floats");
   if (!keeps_ints && !dt_is_float(x->dtype)) x = node_cast(a->s, x, UJ_FLOAT32);
   if (dt_is_bool(x->dtype) && op != UJ_UN_NOT && op != UJ_UN_NEG) x = node_cast(a->s, x, UJ_INT32);
-  return tensor_wrap(a->s, node_unary(a->s, op, x));
+  return tensor_wrap(a->s, uj_unop_name(op), node_unary(a->s, op, x));
 }
 
 uj_tensor *uj_tensor_cast(uj_tensor *a, uj_scalar dtype) {
   if (!a) return NULL;
   if ((unsigned)dtype >= UJ_SCALAR_COUNT || dtype == UJ_VOID) return tensor_fail(a->s, "cast", "bad dtype %d", (int)dtype);
-  return tensor_wrap(a->s, node_cast(a->s, a->node, dtype));
+  return tensor_wrap(a->s, "cast", node_cast(a->s, a->node, dtype));
 }
 
 uj_tensor *uj_tensor_where(uj_tensor *cond, uj_tensor *a, uj_tensor *b) {
@@ -129,5 +129,5 @@ uj_tensor *uj_tensor_where(uj_tensor *cond, uj_tensor *a, uj_tensor *b) {
   const UOp *x = a->node, *y = b->node, *c = node_cast(s, cond->node, UJ_BOOL); /* nonzero is true */
   if (!node_promote(s, "where", &x, &y) || !node_broadcast_pair(s, "where", &c, &x)) return NULL;
   y = node_broadcast(s, "where", y, x->shape, x->ndim); /* one shape for all three */
-  return tensor_wrap(s, where(s, c, x, y));
+  return tensor_wrap(s, "where", where(s, c, x, y));
 }

@@ -58,7 +58,7 @@ uj_tensor *uj_tensor_matmul(uj_tensor *a, uj_tensor *b) {
   unsigned nd = 0;
   for (unsigned k = 0; k + 1 < r->ndim; k++) /* drop K; and M or N for vectors */
     if (!((vec_a && k == r->ndim - 3u) || (vec_b && k == r->ndim - 2u))) out[nd++] = r->shape[k];
-  return tensor_wrap(s, node_reshape(s, r, out, nd));
+  return tensor_wrap(s, "matmul", node_reshape(s, r, out, nd));
 }
 
 /* ---- sliding windows ---- */
@@ -122,20 +122,50 @@ static const UOp *window_axis(uj_session *s, const UOp *x, unsigned ax, int64_t 
 /* Output length of a window over n elements; < 1 is an error. */
 static int64_t window_count(int64_t n, int64_t k, int64_t st, int64_t d) { return (n - d * (k - 1) - 1) / st + 1; }
 
+/* Whether the sizes window_axis computes for an axis of L elements (O
+ * windows of k, stride st, dilation d: O*st, m*L, k*R, rep*L) stay below
+ * SHAPE_MAX_SPAN, so that its int64 arithmetic is exact. In double: a
+ * product that would overflow int64 is still seen to be too large. */
+static bool window_fits(double L, double k, double st, double d, double O) {
+  double m = O * st > d ? ceil((O * st - d) / L) : 1, R = d + (m > 1 ? m : 1) * L, rep = ceil(k * R / L);
+  double most = fmax(fmax(O * st, R), fmax(k * R, rep * L));
+  return most <= (double)SHAPE_MAX_SPAN;
+}
+
 /* x (.., H, W) -> (.., OH, OW, KH, KW). */
 static const UOp *windows_2d(uj_session *s, const char *op, const UOp *x, const int64_t *k, const int64_t *st, const int64_t *d) {
+  if (!x) return NULL;
   unsigned nd = x->ndim;
-  int64_t O[2];
+  int64_t O[2], ste[2], de[2];
   for (int i = 0; i < 2; i++) {
+    int64_t L = x->shape[nd - 2 + i];
     if (k[i] < 1 || st[i] < 1 || d[i] < 1)
       return tensor_fail(s, op, "kernel %lld, stride %lld and dilation %lld must be at least 1", (long long)k[i], (long long)st[i],
                          (long long)d[i]);
-    O[i] = x->shape[nd - 2 + i] >= d[i] * (k[i] - 1) + 1 ? window_count(x->shape[nd - 2 + i], k[i], st[i], d[i]) : 0;
+    bool fit = L >= 1 && (k[i] - 1) <= (L - 1) / d[i]; /* d (k - 1) + 1 <= L, without overflow */
+    O[i] = fit ? window_count(L, k[i], st[i], d[i]) : 0;
     if (O[i] < 1)
       return tensor_fail(s, op, "a window of %lld (dilation %lld) does not fit an axis of %lld", (long long)k[i], (long long)d[i],
-                         (long long)x->shape[nd - 2 + i]);
+                         (long long)L);
+    /* the same windows: a stride past the axis moves none (O = 1), a dilation moves no element of a kernel of 1 */
+    ste[i] = st[i] > L ? L : st[i], de[i] = k[i] == 1 ? 1 : d[i];
+    if (!window_fits((double)L, (double)k[i], (double)ste[i], (double)de[i], (double)O[i]))
+      return tensor_fail(s, op, "a window of %lld, stride %lld, dilation %lld over an axis of %lld: too large to index", (long long)k[i],
+                         (long long)st[i], (long long)d[i], (long long)L);
   }
-  return window_axis(s, window_axis(s, x, nd - 2, k[0], st[0], d[0], O[0]), nd - 1, k[1], st[1], d[1], O[1]);
+  return window_axis(s, window_axis(s, x, nd - 2, k[0], ste[0], de[0], O[0]), nd - 1, k[1], ste[1], de[1], O[1]);
+}
+
+/* x (.., H, W) padded by pd (each >= 0) on its last two axes: false
+ * ("op: ...") when a pad passes 2^40 or the padded shape is too large to
+ * index, before any size is computed. */
+static bool check_padded(uj_session *s, const char *op, const UOp *x, const int64_t *pd) {
+  if (pd[0] > SHAPE_MAX_ELEMENTS || pd[1] > SHAPE_MAX_ELEMENTS)
+    return tensor_fail(s, op, "padding (%lld, %lld) is too large (past 2^40)", (long long)pd[0], (long long)pd[1]), false;
+  int64_t shape[UJ_MAX_DIMS];
+  memcpy(shape, x->shape, x->ndim * sizeof *shape);
+  shape[x->ndim - 2] += 2 * pd[0], shape[x->ndim - 1] += 2 * pd[1];
+  return node_check_span(s, op, shape, x->ndim);
 }
 
 /* ---- conv2d ---- */
@@ -155,12 +185,14 @@ uj_tensor *uj_tensor_conv2d(uj_tensor *xt, uj_tensor *wt, uj_tensor *bias, const
   if (!check_rank(s, "conv2d", "the input (N, C, H, W)", x, 4) || !check_rank(s, "conv2d", "the weight (O, C/groups, KH, KW)", w, 4))
     return NULL;
   int64_t N = x->shape[0], C = x->shape[1], O = w->shape[0], G = groups;
-  if (G < 1 || C % G || O % G || w->shape[1] != C / G)
+  if (G < 1) return tensor_fail(s, "conv2d", "groups must be at least 1, not %lld", (long long)G);
+  if (C % G || O % G || w->shape[1] != C / G)
     return tensor_fail(s, "conv2d", "input %s and weight %s do not agree for %lld groups (weight axis 1 must be C/groups)",
                        tensor_shape_str(x, b1, sizeof b1), tensor_shape_str(w, b2, sizeof b2), (long long)G);
   int64_t one[2] = {1, 1}, zero[2] = {0, 0};
   const int64_t *st = stride ? stride : one, *pd = padding ? padding : zero, *dl = dilation ? dilation : one;
   if (pd[0] < 0 || pd[1] < 0) return tensor_fail(s, "conv2d", "padding (%lld, %lld) is negative", (long long)pd[0], (long long)pd[1]);
+  if (!check_padded(s, "conv2d", x, pd)) return NULL;
   const UOp *xp = node_pad(s, x, (int64_t[]){0, 0, 0, 0, pd[0], pd[0], pd[1], pd[1]});
   /* padded, the input gets a buffer of its own (a copy kernel of N·C·(H+2p)·(W+2p) elements): the
    * convolution then reads it without gates, and its lanes stay vectors (docs/opt.md, "Upcast") */
@@ -169,6 +201,7 @@ uj_tensor *uj_tensor_conv2d(uj_tensor *xt, uj_tensor *wt, uj_tensor *bias, const
   if (!win) return NULL;
   int64_t OH = win->shape[2], OW = win->shape[3], KH = w->shape[2], KW = w->shape[3], Cg = C / G, Og = O / G;
   int64_t full[8] = {N, G, Og, Cg, OH, OW, KH, KW};
+  if (!node_check_span(s, "conv2d", full, 8)) return NULL;
   const UOp *xv = node_reshape(s, win, (int64_t[]){N, G, 1, Cg, OH, OW, KH, KW}, 8);
   const UOp *wv = node_reshape(s, w, (int64_t[]){1, G, Og, Cg, 1, 1, KH, KW}, 8);
   xv = node_expand(s, xv, full, 8), wv = node_expand(s, wv, full, 8);
@@ -183,7 +216,7 @@ uj_tensor *uj_tensor_conv2d(uj_tensor *xt, uj_tensor *wt, uj_tensor *bias, const
     if (!node_promote(s, "conv2d", &r, &bv)) return NULL;
     r = node_alu(s, UJ_OP_ADD, r, bv);
   }
-  return tensor_wrap(s, r);
+  return tensor_wrap(s, "conv2d", r);
 }
 
 /* ---- pooling ---- */
@@ -211,9 +244,10 @@ static uj_tensor *pool(uj_tensor *a, const char *op, bool max, const int64_t *ke
   if (!kernel) return tensor_fail(s, op, "no kernel size");
   int64_t zero[2] = {0, 0}, one[2] = {1, 1};
   const int64_t *st = stride ? stride : kernel, *pd = padding ? padding : zero;
-  if (pd[0] < 0 || pd[1] < 0 || 2 * pd[0] > kernel[0] || 2 * pd[1] > kernel[1])
+  if (pd[0] < 0 || pd[1] < 0 || pd[0] > kernel[0] / 2 || pd[1] > kernel[1] / 2)
     return tensor_fail(s, op, "padding (%lld, %lld) must be between 0 and half the kernel (%lld, %lld)", (long long)pd[0],
                        (long long)pd[1], (long long)kernel[0], (long long)kernel[1]);
+  if (!check_padded(s, op, x, pd)) return NULL;
   if (!dt_is_float(x->dtype) && !max) x = node_cast(s, x, UJ_FLOAT32);
   double low = dt_is_float(x->dtype) ? -INFINITY : dt_is_signed(x->dtype) ? -ldexp(1, (int)dt_bits(x->dtype) - 1) : 0;
   const UOp *win = windows_2d(s, op, pad_2d(s, x, pd, max ? low : 0), kernel, st, one);
@@ -221,13 +255,13 @@ static uj_tensor *pool(uj_tensor *a, const char *op, bool max, const int64_t *ke
   int64_t axes[2] = {win->ndim - 2, win->ndim - 1};
   int64_t out[UJ_MAX_DIMS];
   memcpy(out, win->shape, (win->ndim - 2) * sizeof *out);
-  if (max) return tensor_wrap(s, node_reshape(s, node_reduce(s, UJ_OP_MAX, win, axes, 2), out, win->ndim - 2u));
+  if (max) return tensor_wrap(s, op, node_reshape(s, node_reduce(s, UJ_OP_MAX, win, axes, 2), out, win->ndim - 2u));
   const UOp *sum = node_reduce(s, UJ_OP_ADD, win, axes, 2); /* divided by the real elements of each window */
   const UOp *ones = node_full(s, x->dtype, 1, x->shape + x->ndim - 2, 2);
   const UOp *cnt = node_reduce(s, UJ_OP_ADD, windows_2d(s, op, pad_2d(s, ones, pd, 0), kernel, st, one), (int64_t[]){2, 3}, 2);
   if (!sum) return NULL; /* cnt (OH, OW, 1, 1) broadcasts against sum (.., OH, OW, 1, 1) */
   const UOp *mean = node_alu(s, UJ_OP_FDIV, sum, node_broadcast(s, op, cnt, sum->shape, sum->ndim));
-  return tensor_wrap(s, node_reshape(s, mean, out, win->ndim - 2u));
+  return tensor_wrap(s, op, node_reshape(s, mean, out, win->ndim - 2u));
 }
 
 uj_tensor *uj_tensor_maxpool2d(uj_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding) {

@@ -93,10 +93,19 @@ const UOp *node_shrink(uj_session *s, const UOp *x, const int64_t *lohi) {
   return identity ? x : tensor_node(s, "shrink", UJ_OP_SHRINK, x->dtype, &x, 1, (Arg){NULL, lohi, 2u * x->ndim});
 }
 
+bool node_check_span(uj_session *s, const char *op, const int64_t *shape, unsigned ndim) {
+  char a[160];
+  int64_t span = shape_span(shape, ndim);
+  if (span >= 0 && span <= SHAPE_MAX_SPAN) return true;
+  tensor_fail(s, op, "shape %s is too large: its sizes, a 0 counted as 1, multiply past 2^52 (inside the op)", shape_str(shape, ndim, a, sizeof a));
+  return false;
+}
+
 const UOp *node_broadcast(uj_session *s, const char *op, const UOp *x, const int64_t *shape, unsigned ndim) {
   char a[128], b[128];
   if (!x) return NULL;
   if (x->ndim > ndim) goto bad;
+  if (!node_check_span(s, op, shape, ndim)) return NULL;
   int64_t lifted[UJ_MAX_DIMS];
   for (unsigned k = 0; k < ndim; k++) {
     int64_t d = k < ndim - x->ndim ? 1 : x->shape[k - (ndim - x->ndim)];

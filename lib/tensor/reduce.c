@@ -168,16 +168,17 @@ uj_tensor *uj_tensor_reduce(uj_reduceop op, uj_tensor *a, const int *axes, unsig
   if (arg && n > 1) return tensor_fail(s, names[op], "takes one axis, not %u", n);
   if (arg && n == 0) { /* the flat index */
     int64_t flat = shape_numel(x->shape, x->ndim), zero = 0;
+    if (flat == 0) return tensor_fail(s, names[op], "the tensor is empty: the %s of nothing", names[op]);
     const UOp *r = reduce_node(s, op, node_reshape(s, x, &flat, 1), &zero, 1);
-    if (!keepdim) return tensor_wrap(s, node_reshape(s, r, NULL, 0));
+    if (!keepdim) return tensor_wrap(s, names[op], node_reshape(s, r, NULL, 0));
     int64_t ones[UJ_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1};
-    return tensor_wrap(s, node_reshape(s, r, ones, x->ndim));
+    return tensor_wrap(s, names[op], node_reshape(s, r, ones, x->ndim));
   }
   if (!norm_axes(s, names[op], axes, n, x->ndim, ax, &nax)) return NULL;
   for (unsigned i = 0; i < nax; i++)
     if (x->shape[ax[i]] == 0 && op != UJ_RED_SUM)
       return tensor_fail(s, names[op], "axis %lld has size 0: the %s of nothing", (long long)ax[i], names[op]);
-  return tensor_wrap(s, squeeze(s, reduce_node(s, op, x, ax, nax), ax, nax, keepdim));
+  return tensor_wrap(s, names[op], squeeze(s, reduce_node(s, op, x, ax, nax), ax, nax, keepdim));
 }
 
 /* x - max(x) along axis, and the log of the sum of its exp: the stable
@@ -198,13 +199,13 @@ static bool softmax_parts(uj_session *s, const char *op, uj_tensor *a, int axis,
 uj_tensor *uj_tensor_softmax(uj_tensor *a, int axis) {
   const UOp *shifted, *sum;
   if (!a || !softmax_parts(a->s, "softmax", a, axis, &shifted, &sum)) return NULL;
-  return tensor_wrap(a->s, node_alu(a->s, UJ_OP_FDIV, node_unary(a->s, UJ_UN_EXP, shifted), sum));
+  return tensor_wrap(a->s, "softmax", node_alu(a->s, UJ_OP_FDIV, node_unary(a->s, UJ_UN_EXP, shifted), sum));
 }
 
 uj_tensor *uj_tensor_log_softmax(uj_tensor *a, int axis) {
   const UOp *shifted, *sum;
   if (!a || !softmax_parts(a->s, "log_softmax", a, axis, &shifted, &sum)) return NULL;
-  return tensor_wrap(a->s, node_alu(a->s, UJ_OP_SUB, shifted, node_unary(a->s, UJ_UN_LOG, sum)));
+  return tensor_wrap(a->s, "log_softmax", node_alu(a->s, UJ_OP_SUB, shifted, node_unary(a->s, UJ_UN_LOG, sum)));
 }
 
 /* ---- gather ---- */
@@ -248,5 +249,5 @@ uj_tensor *uj_tensor_gather(uj_tensor *a, int axis, uj_tensor *index) {
   int64_t last = nd;
   bool boolean = dt_is_bool(x->dtype);
   const UOp *r = node_reduce(s, boolean ? UJ_OP_MAX : UJ_OP_ADD, picked, &last, 1);
-  return tensor_wrap(s, node_reshape(s, r, ix->shape, nd));
+  return tensor_wrap(s, "gather", node_reshape(s, r, ix->shape, nd));
 }

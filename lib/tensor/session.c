@@ -21,6 +21,7 @@ uj_session *uj_session_new(const char *device, const char **error) {
   if (!s->device) return uj_ctx_free(s->ctx), free(s), NULL;
   s->target = (ScheduleTarget){s->device->name, s->device->index_bits, {.vector_bytes = s->device->vector_bytes}};
   s->target.opt.search = beam_new(s->device); /* UJ_BEAM: NULL when unset */
+  s->max_elements = SHAPE_MAX_ELEMENTS;
   s->schedules = schedule_cache_new();
   if (!s->schedules) return uj_session_free(s), *error = "out of memory", NULL;
   return s;
@@ -53,8 +54,30 @@ void *tensor_fail(uj_session *s, const char *op, const char *fmt, ...) {
   return NULL;
 }
 
-uj_tensor *tensor_wrap(uj_session *s, const UOp *node) {
-  if (!node) return NULL;
+void tensor_set_max_elements(uj_session *s, int64_t n) { s->max_elements = n >= 0 && n < SHAPE_MAX_ELEMENTS ? n : SHAPE_MAX_ELEMENTS; }
+
+/* "2^40" for a power of two, else the number. */
+static const char *limit_str(int64_t n, char *buf, size_t size) {
+  if (n > 0 && !(n & (n - 1))) snprintf(buf, size, "2^%d", __builtin_ctzll((unsigned long long)n));
+  else snprintf(buf, size, "%lld", (long long)n);
+  return buf;
+}
+
+bool tensor_check_shape(uj_session *s, const char *op, const int64_t *shape, unsigned ndim) {
+  char a[160], lim[32];
+  int64_t span = shape_span(shape, ndim);
+  if (span >= 0 && span <= s->max_elements) return true;
+  limit_str(s->max_elements, lim, sizeof lim);
+  shape_str(shape, ndim, a, sizeof a);
+  if (shape_numel(shape, ndim) == 0) /* (0, 2^62): no elements, but its strides would overflow */
+    tensor_fail(s, op, "shape %s is too large: its sizes, a 0 counted as 1, multiply past %s", a, lim);
+  else
+    tensor_fail(s, op, "shape %s is too large: more than %s elements", a, lim);
+  return false;
+}
+
+uj_tensor *tensor_wrap(uj_session *s, const char *op, const UOp *node) {
+  if (!node || !tensor_check_shape(s, op, node->shape, node->ndim)) return NULL;
   if (s->ntensors == s->cap_tensors) {
     size_t cap = s->cap_tensors ? 2 * s->cap_tensors : 64;
     uj_tensor **ts = realloc(s->tensors, cap * sizeof *ts);

@@ -30,6 +30,7 @@ struct uj_session {
   const UOp **known;     /* by node id: the BUFFER view it was realized to */
   size_t cap_known;
   size_t nfreed;         /* tensors freed since memory was last collected */
+  int64_t max_elements;  /* the most a tensor spans (SHAPE_MAX_ELEMENTS unless set lower) */
 };
 
 struct uj_tensor {
@@ -37,8 +38,15 @@ struct uj_tensor {
   const UOp *node;
 };
 
-/* A tensor for node (NULL when node is NULL: the error is set). */
-uj_tensor *tensor_wrap(uj_session *s, const UOp *node);
+/* A tensor for node, the result of op (NULL when node is NULL: the error
+ * is set; or when node's shape is past the session's limit). */
+uj_tensor *tensor_wrap(uj_session *s, const char *op, const UOp *node);
+/* Whether shape is within the session's limit: its span (movement.h) at
+ * most max_elements; else "op: shape ... too large" in the session. */
+bool tensor_check_shape(uj_session *s, const char *op, const int64_t *shape, unsigned ndim);
+/* Lowers the limit on a tensor's span (to bound the memory of untrusted
+ * programs: the fuzzers); at most SHAPE_MAX_ELEMENTS. */
+void tensor_set_max_elements(uj_session *s, int64_t n);
 /* Sets the session's error ("op: message"); returns NULL. */
 void *tensor_fail(uj_session *s, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Releases the memory no live tensor can read (after tensors were freed). */
@@ -59,6 +67,9 @@ const UOp *node_expand(uj_session *s, const UOp *x, const int64_t *shape, unsign
 const UOp *node_permute(uj_session *s, const UOp *x, const int64_t *order);
 const UOp *node_pad(uj_session *s, const UOp *x, const int64_t *lohi);
 const UOp *node_shrink(uj_session *s, const UOp *x, const int64_t *lohi);
+/* Whether a node inside op (never a tensor of its own) may have shape:
+ * a span at most SHAPE_MAX_SPAN (movement.h); else "op: ..." set. */
+bool node_check_span(uj_session *s, const char *op, const int64_t *shape, unsigned ndim);
 /* x broadcast to shape (NumPy rules); "op: ..." names both shapes. */
 const UOp *node_broadcast(uj_session *s, const char *op, const UOp *x, const int64_t *shape, unsigned ndim);
 /* A constant of dtype d with the given shape. */

@@ -18,16 +18,17 @@ uj_tensor *uj_tensor_reshape(uj_tensor *a, const int64_t *shape, unsigned ndim) 
     want[k] = shape[k];
     if (shape[k] == -1 && infer < 0) infer = (int)k;
     else if (shape[k] == -1) return tensor_fail(s, "reshape", "more than one -1 in the new shape");
-    else known *= shape[k];
+    else if (shape[k] < 0) return tensor_fail(s, "reshape", "axis %u has negative size %lld", k, (long long)shape[k]);
+    else if (__builtin_mul_overflow(known, shape[k], &known)) known = -1; /* matches no element count */
   }
   if (infer >= 0) {
     int64_t total = shape_numel(a->node->shape, a->node->ndim);
     char b[128], c[128];
-    if (known == 0 || total % known)
+    if (known <= 0 || total % known)
       return tensor_fail(s, "reshape", "cannot reshape %s to %s", tensor_shape_str(a->node, b, sizeof b), shape_str(shape, ndim, c, sizeof c));
     want[infer] = total / known;
   }
-  return tensor_wrap(s, node_reshape(s, a->node, want, ndim));
+  return tensor_wrap(s, "reshape", node_reshape(s, a->node, want, ndim));
 }
 
 uj_tensor *uj_tensor_expand(uj_tensor *a, const int64_t *shape, unsigned ndim) {
@@ -36,7 +37,7 @@ uj_tensor *uj_tensor_expand(uj_tensor *a, const int64_t *shape, unsigned ndim) {
   int64_t want[UJ_MAX_DIMS];
   for (unsigned k = 0; k < ndim; k++) /* -1 keeps the size */
     want[k] = shape[k] == -1 && k + a->node->ndim >= ndim ? a->node->shape[k + a->node->ndim - ndim] : shape[k];
-  return tensor_wrap(a->s, node_broadcast(a->s, "expand", a->node, want, ndim));
+  return tensor_wrap(a->s, "expand", node_broadcast(a->s, "expand", a->node, want, ndim));
 }
 
 uj_tensor *uj_tensor_permute(uj_tensor *a, const int *order, unsigned n) {
@@ -51,7 +52,7 @@ uj_tensor *uj_tensor_permute(uj_tensor *a, const int *order, unsigned n) {
     if (seen[ax]) return tensor_fail(a->s, "permute", "axis %d appears twice", ax);
     seen[ax] = true, o[k] = ax;
   }
-  return tensor_wrap(a->s, node_permute(a->s, a->node, o));
+  return tensor_wrap(a->s, "permute", node_permute(a->s, a->node, o));
 }
 
 uj_tensor *uj_tensor_transpose(uj_tensor *a, int axis0, int axis1) {
@@ -76,39 +77,44 @@ uj_tensor *uj_tensor_flip(uj_tensor *a, const int *axes, unsigned n) {
     if (seen[x]) return tensor_fail(a->s, "flip", "axis %d appears twice", x);
     seen[x] = true, ax[k] = x;
   }
-  if (n == 0) return tensor_wrap(a->s, a->node);
+  if (n == 0) return tensor_wrap(a->s, "flip", a->node);
   const UOp *x = a->node;
-  return tensor_wrap(a->s, tensor_node(a->s, "flip", UJ_OP_FLIP, x->dtype, &x, 1, (Arg){NULL, ax, n}));
+  return tensor_wrap(a->s, "flip", tensor_node(a->s, "flip", UJ_OP_FLIP, x->dtype, &x, 1, (Arg){NULL, ax, n}));
 }
 
 uj_tensor *uj_tensor_pad(uj_tensor *a, const int64_t *lohi, unsigned ndim) {
   if (!a) return NULL;
   if (ndim != a->node->ndim) return tensor_fail(a->s, "pad", "%u (lo, hi) pairs given for a tensor of %u axes", ndim, a->node->ndim);
-  return tensor_wrap(a->s, node_pad(a->s, a->node, lohi));
+  return tensor_wrap(a->s, "pad", node_pad(a->s, a->node, lohi));
 }
 
 uj_tensor *uj_tensor_shrink(uj_tensor *a, const int64_t *lohi, unsigned ndim) {
   if (!a) return NULL;
   if (ndim != a->node->ndim) return tensor_fail(a->s, "shrink", "%u (lo, hi) pairs given for a tensor of %u axes", ndim, a->node->ndim);
-  return tensor_wrap(a->s, node_shrink(a->s, a->node, lohi));
+  return tensor_wrap(a->s, "shrink", node_shrink(a->s, a->node, lohi));
 }
 
 /* ---- cat and stack ---- */
 
-static const UOp *cat_nodes(uj_session *s, const UOp **xs, unsigned n, int axis) {
+/* The tensors xs joined along axis (op: "cat" or "stack", in messages). */
+static const UOp *cat_nodes(uj_session *s, const char *op, const UOp **xs, unsigned n, int axis) {
   char b[128], c[128];
   const UOp *first = xs[0];
   int ax;
-  if (!tensor_axis(s, "cat", axis, first->ndim, &ax)) return NULL;
+  if (!tensor_axis(s, op, axis, first->ndim, &ax)) return NULL;
   int64_t total = 0;
   for (unsigned i = 0; i < n; i++) {
     bool same = xs[i]->ndim == first->ndim;
     for (unsigned k = 0; same && k < first->ndim; k++) same = k == (unsigned)ax || xs[i]->shape[k] == first->shape[k];
     if (!same)
-      return tensor_fail(s, "cat", "shapes %s and %s differ off axis %d", tensor_shape_str(first, b, sizeof b),
+      return tensor_fail(s, op, "shapes %s and %s differ off axis %d", tensor_shape_str(first, b, sizeof b),
                          tensor_shape_str(xs[i], c, sizeof c), ax);
-    total += xs[i]->shape[ax];
+    if (__builtin_add_overflow(total, xs[i]->shape[ax], &total)) total = INT64_MAX; /* refused as too large below */
   }
+  int64_t whole[UJ_MAX_DIMS];
+  memcpy(whole, first->shape, first->ndim * sizeof *whole);
+  whole[ax] = total;
+  if (!tensor_check_shape(s, op, whole, first->ndim)) return NULL;
   uj_scalar d = (uj_scalar)first->dtype.scalar;
   for (unsigned i = 1; i < n; i++) d = node_promoted_dtype(d, (uj_scalar)xs[i]->dtype.scalar);
   const UOp *sum = NULL;
@@ -142,7 +148,7 @@ static const UOp **nodes_of(uj_tensor *const *ts, unsigned n, const char *op) {
 uj_tensor *uj_tensor_cat(uj_tensor *const *ts, unsigned n, int axis) {
   const UOp **xs = nodes_of(ts, n, "cat");
   if (!xs) return NULL;
-  uj_tensor *r = tensor_wrap(ts[0]->s, cat_nodes(ts[0]->s, xs, n, axis));
+  uj_tensor *r = tensor_wrap(ts[0]->s, "cat", cat_nodes(ts[0]->s, "cat", xs, n, axis));
   free(xs);
   return r;
 }
@@ -164,7 +170,7 @@ uj_tensor *uj_tensor_stack(uj_tensor *const *ts, unsigned n, int axis) {
     xs[i] = ok ? node_reshape(s, xs[i], sh, nd + 1) : NULL; /* a new axis of size 1 */
     ok = ok && xs[i];
   }
-  if (ok) r = cat_nodes(s, xs, n, ax);
+  if (ok) r = cat_nodes(s, "stack", xs, n, ax);
   free(xs);
-  return tensor_wrap(s, r);
+  return tensor_wrap(s, "stack", r);
 }

@@ -92,15 +92,6 @@ static bool bindings_check(const TensorEval *te) {
 
 /* ---- shapes and indices ---- */
 
-/* The elements of a shape; false when the count overflows int64. */
-static bool shape_elements(const int64_t *shape, unsigned ndim, int64_t *count) {
-  int64_t n = 1;
-  for (unsigned i = 0; i < ndim; i++)
-    if (__builtin_mul_overflow(n, shape[i], &n)) return false;
-  *count = n;
-  return true;
-}
-
 /* The multi-index of element `flat` of shape, in C order (the last axis
  * fastest). */
 static void index_unravel(int64_t flat, const int64_t *shape, unsigned ndim, int64_t *idx) {
@@ -134,12 +125,7 @@ static bool node_check(const TensorEval *te, const UOp *u, const UOp *root) {
     return fail(ctx, u, "BUFFER is a pointer, not a tensor: a movement op views it (RESHAPE)");
   if (u->op == UJ_OP_BUFFER && !binding_find(te, u)) return fail(ctx, u, "BUFFER is not bound");
   if (!tensor_op && u->op != UJ_OP_BUFFER) return fail(ctx, u, "%s is not a tensor op", name);
-  int64_t count, words;
-  char s[160];
-  if (!shape_elements(u->shape, u->ndim, &count))
-    return fail(ctx, u,
-                "%s: shape %s has more than 2^63 elements, too many for the reference evaluator",
-                name, shape_str(u->shape, u->ndim, s, sizeof s));
+  int64_t count = shape_numel(u->shape, u->ndim), words; /* the spec checker: at most 2^52, no overflow */
   if (__builtin_mul_overflow(count, (int64_t)u->dtype.lanes, &words) || words > TENSOR_MAX_WORDS)
     return fail(ctx, u,
                 "%s: %lld elements is too many for the reference evaluator (at most 2^31 words, "
@@ -208,7 +194,7 @@ static void compute_reduce(const TensorEval *te, const UOp *u, int64_t count, ui
       nparts = 1;
   for (unsigned i = 0; i < x->ndim; i++) part[i] = 1; /* the reduced axes' sizes, 1 elsewhere */
   for (uint32_t k = 0; k < u->nints; k++) part[u->ints[k]] = x->shape[u->ints[k]];
-  shape_elements(part, x->ndim, &nparts); /* at most the source's count */
+  nparts = shape_numel(part, x->ndim); /* at most the source's count */
   for (int64_t e = 0; e < count; e++) {
     uint64_t *acc = out + (size_t)e * lanes;
     for (size_t lane = 0; lane < lanes; lane++) acc[lane] = alu_identity(op, s);
@@ -247,8 +233,7 @@ static void compute_buffer(const TensorEval *te, const UOp *u, int64_t count, ui
 }
 
 static bool compute_node(TensorEval *te, const UOp *u) {
-  int64_t count = 1;
-  shape_elements(u->shape, u->ndim, &count); /* node_check: no overflow */
+  int64_t count = shape_numel(u->shape, u->ndim);
   size_t words = (size_t)count * u->dtype.lanes;
   uint64_t *out = malloc((words ? words : 1) * sizeof *out);
   if (!out) return fail_nomem(te->ctx);
@@ -306,8 +291,7 @@ bool eval_tensor(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t
   TensorEval te = {ctx, buffers, nbuffers, NULL, 0, NULL, NULL};
   bool ok = tensor_eval_run(&te, root);
   if (ok) {
-    int64_t count = 1;
-    shape_elements(root->shape, root->ndim, &count);
+    int64_t count = shape_numel(root->shape, root->ndim);
     *out = (TensorValue){root->dtype, root->ndim, root->shape, (size_t)count, te.arrays[root->id]};
     te.arrays[root->id] = NULL;
   }

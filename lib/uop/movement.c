@@ -29,6 +29,13 @@ int64_t shape_numel(const int64_t *shape, unsigned ndim) {
   return n;
 }
 
+int64_t shape_span(const int64_t *shape, unsigned ndim) {
+  int64_t n = 1;
+  for (unsigned i = 0; i < ndim; i++)
+    if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i] ? shape[i] : 1, &n)) return -1;
+  return n;
+}
+
 /* ---- shapes ---- */
 
 /* The shape of u from its source's and its arg; an invalid arg still
@@ -52,8 +59,12 @@ bool movement_shape(Ctx *ctx, UOp *u) {
     case UJ_OP_RESHAPE:
     case UJ_OP_EXPAND: s[i] = u->ints[i]; break;
     case UJ_OP_PERMUTE: s[i] = i < u->nints && u->ints[i] >= 0 && u->ints[i] < x->ndim ? x->shape[u->ints[i]] : 0; break;
-    case UJ_OP_PAD: s[i] = x->shape[i] + u->ints[2 * i] + u->ints[2 * i + 1]; break;
-    case UJ_OP_SHRINK: s[i] = u->ints[2 * i + 1] - u->ints[2 * i]; break;
+    case UJ_OP_PAD: /* -1 on overflow: the type rule refuses such an arg */
+      if (__builtin_add_overflow(x->shape[i], u->ints[2 * i], &s[i]) || __builtin_add_overflow(s[i], u->ints[2 * i + 1], &s[i])) s[i] = -1;
+      break;
+    case UJ_OP_SHRINK:
+      if (__builtin_sub_overflow(u->ints[2 * i + 1], u->ints[2 * i], &s[i])) s[i] = -1;
+      break;
     default: s[i] = x->shape[i]; break; /* FLIP; REDUCE below */
     }
   }

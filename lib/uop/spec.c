@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "uop/movement.h"
 #include "uop/spec.h"
 #include "uop/text.h"
 
@@ -51,9 +52,21 @@ bool spec_check_shape(Ctx *ctx, Op op, DType dtype, size_t nsrc, Arg arg) {
   return err == NULL;
 }
 
+/* A shape past SHAPE_MAX_SPAN (movement.h): its index arithmetic could
+ * overflow. */
+static const char *span_error(const UOp *u, char *buf, size_t size) {
+  char a[160];
+  int64_t span = shape_span(u->shape, u->ndim);
+  if (span >= 0 && span <= SHAPE_MAX_SPAN) return NULL;
+  snprintf(buf, size, "%s of shape %s: too large (its sizes, a 0 counted as 1, multiply past 2^52)", op_table[u->op].name,
+           shape_str(u->shape, u->ndim, a, sizeof a));
+  return buf;
+}
+
 const char *spec_node_error(const UOp *u, char *buf, size_t size) {
   DType want = u->dtype;
   const char *err = op_table[u->op].type_rule(u, &want, buf, size);
+  if (!err && u->ndim) err = span_error(u, buf, size);
   if (err) return err;
   if (!dt_eq(want, u->dtype)) {
     char a[32], b[32];
