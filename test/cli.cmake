@@ -354,6 +354,89 @@ uj_cli_test(lang_err_command_arg ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: :
 uj_cli_test(lang_err_stdin ${ONE_ERROR} --stdin ${L}/err_syntax.ujs
   --stderr-re "^uopjit: <stdin>:4:1: expected ',' or '\\)' but found 'z'$" -- ${T})
 
+# ---- hostile input (docs/tool.md and docs/language.md, "Limits"): no crash, no silent loss ----
+# Deep and long programs come from gen_deep.sh KIND N on stdin.
+set(G ${CMAKE_CURRENT_SOURCE_DIR}/gen_deep.sh)
+set(DEEP_ERR "^uopjit: <stdin>:1:[0-9]+: nested too deeply: more than 1000 levels of brackets, calls and '\\*\\*' inside one another$")
+function(uj_deep_test name kind n)
+  uj_cli_test(${name} ${ARGN} -- sh -c "'${G}' ${kind} ${n} | '${T}'")
+endfunction()
+uj_deep_test(lang_deep_parens parens 1000 --stdout "7" --stderr-empty)
+uj_deep_test(lang_deep_lists lists 1000 --stdout-has "[[[[7]]]]" --stderr-empty)
+uj_deep_test(lang_deep_calls calls 999 --stdout "tensor(shape=(1,), dtype=float32)\n[1.]" --stderr-empty)
+uj_deep_test(lang_deep_pow pow 1000 --stdout "7" --stderr-empty)
+uj_deep_test(lang_err_deep_parens parens 1001 ${ONE_ERROR} --stderr-re "^uopjit: <stdin>:1:1002: nested too deeply")
+uj_deep_test(lang_err_deep_parens_15k parens 15000 ${ONE_ERROR} --stderr-re "${DEEP_ERR}")
+uj_deep_test(lang_err_deep_lists lists 1001 ${ONE_ERROR} --stderr-re "${DEEP_ERR}")
+uj_deep_test(lang_err_deep_calls calls 1000 ${ONE_ERROR} --stderr-re "^uopjit: <stdin>:1:4006: nested too deeply")
+uj_deep_test(lang_err_deep_pow pow 1001 ${ONE_ERROR} --stderr-re "${DEEP_ERR}")
+# chains are loops in the parser and the evaluator: any length
+uj_deep_test(lang_long_minus minus 100000 --stdout "7" --stderr-empty)
+uj_deep_test(lang_long_sum sum 100000 --stdout "100000" --stderr-empty)
+uj_deep_test(lang_long_methods methods 40000 --stdout "tensor(shape=(), dtype=float32)\n2.0" --stderr-empty)
+uj_deep_test(lang_long_statements assign 20000 --stdout "tensor(shape=(2,), dtype=float32)\n[20001. 20001.]" --stderr-empty)
+
+# Lost output: every output path reports a failed write, status 1.
+set(FULL "No space left on device$")
+uj_cli_test(lang_err_full_stdout --status 1 --stderr-lines 1 --stderr-re "^uopjit: cannot write '<stdout>': ${FULL}"
+  -- sh -c "'${T}' -c 'ones(3)' > /dev/full")
+uj_cli_test(lang_err_full_file ${ONE_ERROR} --stderr-re "^uopjit: cannot write '/dev/full': ${FULL}"
+  -- ${T} -o /dev/full -c "ones(3)")
+uj_cli_test(lang_err_full_kernels ${ONE_ERROR} --stderr-re "^uopjit: cannot write '/dev/full': ${FULL}"
+  -- ${T} -o /dev/full -c ":kernels ones(3) + 1")
+uj_cli_test(lang_err_full_help ${ONE_ERROR} --stderr-re "^uopjit: cannot write '/dev/full': ${FULL}" -- ${T} -o /dev/full -c ":help")
+uj_cli_test(lang_err_full_stops --status 1 --stderr-lines 1 --stderr-re "cannot write '<stdout>': ${FULL}"
+  -- sh -c "'${T}' -c 'print(1)\nsave(ones(2), \"${OUT}/after_full.npy\")' > /dev/full; test ! -e '${OUT}/after_full.npy'")
+uj_cli_test(lang_err_closed_stdout --status 1 --stderr-lines 1 --stderr-re "^uopjit: cannot write '<stdout>': Bad file descriptor$"
+  -- sh -c "'${T}' -c 'ones(3)' >&-")
+uj_cli_test(lang_err_full_prompt --status 1 --stderr-re "^uopjit: cannot write '<stdout>': ${FULL}"
+  -- sh -c "echo 'ones(2)' | '${T}' -i > /dev/full")
+uj_cli_test(err_full_prompt --status 1 --stderr-re "^uopjit: cannot write '<stdout>': ${FULL}"
+  -- sh -c "echo '(CONST:int32 1)' | '${T}' -i --uops > /dev/full")
+uj_cli_test(err_full_stdout --status 1 --stderr-re "^uopjit: cannot write '<stdout>': ${FULL}"
+  -- sh -c "'${T}' --uops -c '(CONST:int32 1)' > /dev/full")
+# a statement that fails prints nothing, not a header (the allocation fails under ASan too)
+uj_cli_test(lang_err_prints_nothing --status 1 --stdout "1"
+  --stderr-re "^uopjit: <command line>:2:1: CPU: cannot allocate a buffer of 4398046511104 bytes$"
+  -- ${T} -c "print(1)\nzeros(2**40)")
+set_tests_properties(cli_lang_err_prints_nothing PROPERTIES
+  ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:allocator_may_return_null=1")
+
+# Inputs that never end: read up to a limit, then a clear error.
+uj_cli_test(lang_err_endless ${ONE_ERROR}
+  --stderr-re "^uopjit: cannot read '/dev/zero': longer than 64 MiB, the most it may be$" -- ${T} /dev/zero)
+uj_cli_test(lang_err_endless_stdin ${ONE_ERROR} --stdin /dev/zero
+  --stderr-re "^uopjit: cannot read '<stdin>': longer than 64 MiB" -- ${T})
+uj_cli_test(lang_err_endless_prompt --status 1 --stdin /dev/zero
+  --stderr-re "^uopjit: <stdin>: a line longer than 64 MiB, the most it may be$" -- ${T} -i)
+uj_cli_test(err_endless ${ONE_ERROR} --stderr-re "^uopjit: cannot read '/dev/zero': longer than 64 MiB" -- ${T} --uops /dev/zero)
+uj_cli_test(err_endless_prompt --status 1 --stdin /dev/zero --stderr-re "^uopjit: <stdin>: a line longer than 64 MiB" -- ${T} -i --uops)
+uj_cli_test(run_err_endless_file ${ONE_ERROR}
+  --stderr-re "^uopjit: --arg 1=file:/dev/zero: cannot read '/dev/zero': longer than 64 MiB, the most it may be$"
+  -- ${T} run ${D}/kernel_add.uop --arg 0=zeros:4 --arg 1=file:/dev/zero --var n=4)
+
+# A NUL byte is an error at its place, like any byte that is not text; nothing runs.
+uj_cli_test(lang_err_nul ${ONE_ERROR} --stderr-re "^uopjit: .*/nul_byte\\.ujs:3:6: unexpected byte 0x00 \\(a NUL: a program is text\\)$"
+  -- ${T} ${L}/nul_byte.ujs)
+uj_cli_test(lang_err_nul_stdin ${ONE_ERROR} --stdin ${L}/nul_byte.ujs --stderr-re "^uopjit: <stdin>:3:6: unexpected byte 0x00" -- ${T})
+uj_cli_test(err_nul ${ONE_ERROR} --stderr-re "^uopjit: .*/nul_byte\\.uop:2:19: unexpected byte 0x00" -- ${T} ${D}/nul_byte.uop)
+uj_cli_test(lang_err_nul_prompt --stdin ${L}/nul_byte.ujs --stderr-re "^uopjit: <stdin>:1:6: unexpected byte 0x00"
+  --stderr-re "^uopjit: <stdin>:1:7: unknown name 'y'$" --stderr-lines 2 --stdout-has "[2. 2.]" -- ${T} -i) # the entry dropped
+
+# Quiet wrong answers and sizes that wrap: errors naming the op.
+uj_cli_test(lang_err_size_wrap ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:1: zeros: shape \\(0, 4611686018427387904\\) is too large: its sizes, a 0 counted as 1, multiply past 2\\^40$"
+  -- ${T} -c "zeros(0, 2**62).sum(axis=0)")
+uj_cli_test(lang_err_size_expand ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:13: expand: shape \\(2, 1099511627776\\) is too large: more than 2\\^40 elements$"
+  -- ${T} -c "zeros(2, 1).expand(2, 2**40)")
+uj_cli_test(lang_numel_large --stdout "1099511627776" --stderr-empty -- ${T} -c "zeros(2**20, 2**20).numel()")
+uj_cli_test(lang_err_argmax_empty ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: argmax: the tensor is empty: the argmax of nothing$"
+  -- ${T} -c "zeros(0).argmax()")
+uj_cli_test(lang_err_groups ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: conv2d: groups must be at least 1, not 0$"
+  -- ${T} -c "conv2d(ones(1, 2, 4, 4), ones(2, 2, 3, 3), groups=0)")
+uj_cli_test(err_shape_too_large ${ONE_ERROR} --stderr-re "EXPAND of shape \\(4294967296, 4294967296\\): too large"
+  -- ${T} --uops -c "(EXPAND 4294967296 4294967296 (RESHAPE 1 1 (CONST:int8 1)))")
+
 unset(D)
 unset(T)
 unset(OUT)
@@ -363,3 +446,6 @@ unset(TYPES_ARGS)
 unset(RUN_ADD)
 unset(L)
 unset(C)
+unset(G)
+unset(DEEP_ERR)
+unset(FULL)

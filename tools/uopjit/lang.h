@@ -111,6 +111,11 @@ typedef struct Program {
   size_t n;
 } Program;
 
+/* How deep expressions may nest inside one another (brackets, call
+ * arguments, exponents of '**'): the parser and the evaluator recurse
+ * that deep, within any C stack (docs/language.md, "Limits"). */
+enum { LANG_MAX_DEPTH = 1000 };
+
 /* Parses tokens into statements, allocated in arena. */
 bool parse_program(const Tokens *t, Arena *arena, Program *out, LangError *err);
 
@@ -160,14 +165,18 @@ typedef struct Lang {
   Var *vars;
   size_t nvars, cap;
   FILE *out;
+  const char *out_name; /* in messages: "<stdout>" unless set after lang_init */
   LangError err;
-  bool quit; /* :quit was run */
+  bool quit;      /* :quit was run */
+  bool lost;      /* writing to out failed (reported): nothing more runs */
 } Lang;
 
 bool lang_init(Lang *L, FILE *out);
 void lang_free(Lang *L);
 /* Lexes, parses and runs text (named where in messages). On an error, it
- * is reported on stderr and false returned (L keeps going). */
+ * is reported on stderr and false returned (L keeps going). Output is
+ * flushed after each statement; a write that fails is reported as
+ * "cannot write 'OUT': why" and sets L->lost. */
 bool lang_run(Lang *L, const char *text, const char *where);
 
 /* Evaluates an expression into an owned value. */

@@ -205,16 +205,47 @@ static bool eval_name(Lang *L, const Node *n, Value *out) {
   return value_copy(&v->value, out) || number_error(L, n, "out of memory");
 }
 
-/* An operator or a method/attribute: operands first, then the op. */
-static bool eval_compound(Lang *L, const Node *n, Value *out) {
-  Value a = {V_NONE}, b = {V_NONE};
-  bool ok = eval_expr(L, n->a, &a);
-  if (ok && n->kind == N_BINARY) ok = eval_expr(L, n->b, &b) && eval_binary(L, n, n->op, &a, &b, out);
-  else if (ok && n->kind == N_UNARY) ok = eval_unary(L, n, &a, out);
-  else if (ok && n->kind == N_METHOD) ok = method_call(L, n, &a, out);
-  else if (ok) ok = method_attr(L, n, &a, out);
-  value_free(&a);
+/* An operator, method or attribute: what works on its operand n->a. */
+static bool eval_is_compound(const Node *n) {
+  return n->kind == N_BINARY || n->kind == N_UNARY || n->kind == N_METHOD || n->kind == N_ATTR;
+}
+
+/* n applied to its evaluated first operand a (the right operand and the
+ * arguments evaluated here). */
+static bool eval_apply(Lang *L, const Node *n, const Value *a, Value *out) {
+  Value b = {V_NONE};
+  bool ok;
+  if (n->kind == N_BINARY) ok = eval_expr(L, n->b, &b) && eval_binary(L, n, n->op, a, &b, out);
+  else if (n->kind == N_UNARY) ok = eval_unary(L, n, a, out);
+  else if (n->kind == N_METHOD) ok = method_call(L, n, a, out);
+  else ok = method_attr(L, n, a, out);
   value_free(&b);
+  return ok;
+}
+
+/* A chain of compounds down the first operands (x + 1 + 2 + ..., -(-(x)),
+ * x.neg().neg()...), any length, by a loop: the operand at its bottom
+ * first, then each op upwards. Only the other operands recurse, and the
+ * parser bounds how deep they nest. */
+static bool eval_compound(Lang *L, const Node *n, Value *out) {
+  enum { NEAR = 32 };
+  const Node *near[NEAR], **chain = near;
+  size_t len = 0;
+  for (const Node *m = n; eval_is_compound(m); m = m->a) len++;
+  if (len > NEAR && !(chain = malloc(len * sizeof *chain))) return number_error(L, n, "out of memory");
+  len = 0;
+  for (const Node *m = n; eval_is_compound(m); m = m->a) chain[len++] = m;
+  Value acc;
+  bool ok = eval_expr(L, chain[len - 1]->a, &acc);
+  for (size_t k = len; ok && k-- > 0;) {
+    Value next = {V_NONE};
+    ok = eval_apply(L, chain[k], &acc, &next);
+    value_free(&acc);
+    acc = next;
+  }
+  if (ok) *out = acc;
+  else value_free(&acc);
+  if (chain != near) free(chain);
   return ok;
 }
 
@@ -270,7 +301,7 @@ static bool command_schedule(Lang *L, const Node *n, const char *what) {
   Value v;
   if (!command_tensor(L, n, &v)) return false;
   char *text = uj_tensor_schedule_text(v.t->t, what);
-  bool ok = text ? io_write_text(L->out, text) : eval_lib_error(L, n, "no schedule");
+  bool ok = text ? (io_write_text(L->out, text), true) : eval_lib_error(L, n, "no schedule"); /* write errors: lang_run */
   free(text);
   value_free(&v);
   return ok;
@@ -289,7 +320,7 @@ static bool command_time(Lang *L, const Node *n) {
   double t0 = now_ms();
   uj_status st = uj_tensor_realize(&v.t->t, 1);
   double ms = now_ms() - t0;
-  bool ok = st == UJ_OK ? fprintf(L->out, "%.3f ms (%zu kernel%s)\n", ms, kernels, kernels == 1 ? "" : "s") > 0
+  bool ok = st == UJ_OK ? (fprintf(L->out, "%.3f ms (%zu kernel%s)\n", ms, kernels, kernels == 1 ? "" : "s"), true)
                         : eval_lib_error(L, n, "realize failed");
   value_free(&v);
   return ok;
@@ -304,7 +335,7 @@ static bool command_run(Lang *L, const Node *n) {
   }
   if (!strcmp(c, "kernels") || !strcmp(c, "uops") || !strcmp(c, "ir")) return command_schedule(L, n, c);
   if (!strcmp(c, "time")) return command_time(L, n);
-  if (!strcmp(c, "help")) return fputs(lang_help, L->out) != EOF;
+  if (!strcmp(c, "help")) return fputs(lang_help, L->out), true;
   if (none) return L->quit = true;
   lang_error(&L->err, n->line, n->col, "unknown command ':%s' (try :help)", c);
   return false;
@@ -327,7 +358,7 @@ static bool eval_statement(Lang *L, const Node *s) {
 
 bool lang_init(Lang *L, FILE *out) {
   const char *why = NULL;
-  *L = (Lang){.out = out};
+  *L = (Lang){.out = out, .out_name = "<stdout>"};
   if ((L->session = uj_session_new("CPU", &why))) return true;
   report("cannot start a CPU session: %s", why ? why : "unknown reason");
   return false;
@@ -343,15 +374,24 @@ void lang_free(Lang *L) {
   *L = (Lang){0};
 }
 
+/* What the statement wrote, out now; a failed write (now or buffered
+ * before) is reported once. */
+static bool lang_flush(Lang *L) {
+  L->lost = L->lost || !io_flush(L->out, L->out_name);
+  return !L->lost;
+}
+
 bool lang_run(Lang *L, const char *text, const char *where) {
   Arena arena = {0};
   Tokens toks = {0};
   Program prog;
   L->err = (LangError){0};
-  bool ok = lex_text(text, &arena, &toks, &L->err) && parse_program(&toks, &arena, &prog, &L->err);
-  for (size_t k = 0; ok && k < prog.n && !L->quit; k++) ok = eval_statement(L, prog.stmts[k]);
-  fflush(L->out);
-  if (!ok) report("%s:%d:%d: %s", where, L->err.line, L->err.col, L->err.msg);
+  bool ok = !L->lost && lex_text(text, &arena, &toks, &L->err) && parse_program(&toks, &arena, &prog, &L->err);
+  for (size_t k = 0; ok && k < prog.n && !L->quit; k++) {
+    ok = eval_statement(L, prog.stmts[k]);
+    ok = lang_flush(L) && ok; /* what came before an error is out first */
+  }
+  if (L->err.set) report("%s:%d:%d: %s", where, L->err.line, L->err.col, L->err.msg);
   lex_free(&toks);
   arena_free(&arena);
   return ok;

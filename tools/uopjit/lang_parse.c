@@ -17,7 +17,10 @@
  *   args       := [arg {',' arg} [',']]    arg := [NAME '='] expr
  *
  * A parenthesized list with a comma (or none: `()`) is a tuple. Errors:
- * `expected X but found Y` at the token found. */
+ * `expected X but found Y` at the token found. Expressions nest at most
+ * LANG_MAX_DEPTH deep (brackets, calls, exponents); chains of binary,
+ * prefix operators and methods are loops and may be any length, left
+ * nested in the tree, which the evaluator walks by a loop too. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <string.h>
@@ -28,9 +31,20 @@ typedef struct Parser {
   const Token *t; /* the current token */
   Arena *arena;
   LangError *err;
+  int depth; /* expressions being parsed inside one another */
 } Parser;
 
 static Node *parse_expr(Parser *p);
+
+/* One level deeper (an expression inside brackets, a call's arguments, an
+ * exponent); an error past LANG_MAX_DEPTH. Chains of operators, prefix
+ * operators and methods are loops, not levels. */
+static bool parse_deeper(Parser *p) {
+  if (++p->depth <= LANG_MAX_DEPTH) return true;
+  lang_error(p->err, p->t->line, p->t->col, "nested too deeply: more than %d levels of brackets, calls and '**' inside one another",
+             LANG_MAX_DEPTH);
+  return false;
+}
 
 static bool parse_fail(Parser *p, const char *expected) {
   char buf[64];
@@ -174,17 +188,27 @@ static Node *parse_unary(Parser *p);
 static Node *parse_power(Parser *p) {
   Node *n = parse_postfix(p);
   const Token *op = p->t;
-  if (n && parse_accept(p, T_POW)) return parse_binary_node(p, op, n, parse_unary(p));
-  return n;
+  if (!n || !parse_accept(p, T_POW)) return n;
+  if (!parse_deeper(p)) return NULL;
+  Node *e = parse_unary(p); /* the exponent: right-associative */
+  p->depth--;
+  return parse_binary_node(p, op, n, e);
 }
 
+static bool parse_is_prefix(TokKind k) { return k == T_MINUS || k == T_PLUS || k == T_TILDE; }
+
+/* Prefix operators, any number of them (a loop): the innermost applies
+ * first. */
 static Node *parse_unary(Parser *p) {
-  const Token *op = p->t;
-  if (!parse_accept(p, T_MINUS) && !parse_accept(p, T_PLUS) && !parse_accept(p, T_TILDE))
-    return parse_power(p);
-  Node *a = parse_unary(p);
-  Node *n = a ? parse_node(p, N_UNARY, op) : NULL;
-  if (n) n->op = op->kind, n->a = a;
+  const Token *first = p->t;
+  while (parse_is_prefix(p->t->kind)) p->t++;
+  size_t nops = (size_t)(p->t - first);
+  Node *n = parse_power(p);
+  for (size_t k = nops; n && k-- > 0;) {
+    Node *u = parse_node(p, N_UNARY, &first[k]);
+    if (u) u->op = first[k].kind, u->a = n;
+    n = u;
+  }
   return n;
 }
 
@@ -212,7 +236,7 @@ static Node *parse_level(Parser *p, int level) {
 
 static bool parse_is_comparison(TokKind k) { return k >= T_LT && k <= T_NE; }
 
-static Node *parse_expr(Parser *p) {
+static Node *parse_comparison(Parser *p) {
   Node *n = parse_level(p, 0);
   if (!n || !parse_is_comparison(p->t->kind)) return n;
   const Token *op = p->t++;
@@ -221,6 +245,13 @@ static Node *parse_expr(Parser *p) {
     lang_error(p->err, p->t->line, p->t->col, "comparisons cannot be chained: use (a < b) & (b < c)");
     return NULL;
   }
+  return n;
+}
+
+static Node *parse_expr(Parser *p) {
+  if (!parse_deeper(p)) return NULL;
+  Node *n = parse_comparison(p);
+  p->depth--;
   return n;
 }
 
@@ -261,7 +292,7 @@ static Node *parse_statement(Parser *p) {
 }
 
 bool parse_program(const Tokens *t, Arena *arena, Program *out, LangError *err) {
-  Parser p = {t->items, arena, err};
+  Parser p = {t->items, arena, err, -1}; /* a statement's expression is level 0 */
   Node holder = {0}; /* collects the statements through parse_push */
   *out = (Program){0};
   for (;;) {

@@ -132,12 +132,13 @@ static bool host_read(Lang *L, const Node *at, uj_tensor *t, Host *h) {
   h->summarize = n > THRESHOLD;
   int64_t stride = 1;
   for (unsigned k = h->ndim; k-- > 0; stride *= h->shape[k]) h->strides[k] = stride;
+  if (uj_tensor_realize(&t, 1) != UJ_OK) return eval_lib_error(L, at, "cannot compute the tensor"); /* its error first */
   unsigned char *raw = malloc(n * esize + 1);
   bool is_float = host_is_float(h->dt);
   h->f = is_float ? malloc((n + 1) * sizeof *h->f) : NULL;
   h->i = is_float ? NULL : malloc((n + 1) * sizeof *h->i);
   bool ok = raw && (h->f || h->i);
-  if (!ok) lang_error(&L->err, at->line, at->col, "out of memory");
+  if (!ok) lang_error(&L->err, at->line, at->col, "out of memory for the %zu elements to print", n);
   else if (!(ok = uj_tensor_to_host(t, raw, n * esize) == UJ_OK)) eval_lib_error(L, at, "cannot read the tensor");
   for (size_t k = 0; ok && k < n; k++) host_convert(h, raw, k);
   free(raw);
@@ -350,7 +351,7 @@ static void layout_axis(Layout *y, size_t offset, unsigned axis, size_t indent, 
 
 /* ---- values ---- */
 
-static bool print_tensor_values(Lang *L, const Node *at, uj_tensor *t) {
+static bool print_tensor_values(Lang *L, FILE *to, const Node *at, uj_tensor *t) {
   Host h;
   Fmt f;
   Buf out = {0};
@@ -367,7 +368,7 @@ static bool print_tensor_values(Lang *L, const Node *at, uj_tensor *t) {
     free(y.line.p);
   }
   if (ok && out.oom) ok = false, lang_error(&L->err, at->line, at->col, "out of memory");
-  if (ok) fprintf(L->out, "%s\n", out.p);
+  if (ok) fprintf(to, "%s\n", out.p);
   free(out.p);
   host_free(&h);
   return ok;
@@ -395,11 +396,27 @@ static void print_inline(FILE *f, const Value *v) {
   fputs(v->kind == V_LIST ? "]" : v->n == 1 ? ",)" : ")", f);
 }
 
+/* v's text into f; false with the error set when a tensor's values cannot
+ * be computed. */
+static bool print_to(Lang *L, FILE *f, const Node *at, const Value *v) {
+  if (v->kind == V_STR) return fprintf(f, "%s\n", v->s), true;
+  if (v->kind != V_TENSOR) return print_inline(f, v), fputc('\n', f), true;
+  print_header(f, v->t->t);
+  fputc('\n', f);
+  return print_tensor_values(L, f, at, v->t->t);
+}
+
+/* All of the text is made in memory first: a value that fails (a tensor
+ * that cannot be realized) prints nothing, not its header alone. */
 bool print_value(Lang *L, const Node *at, const Value *v) {
   if (v->kind == V_NONE) return true;
-  if (v->kind == V_STR) return fprintf(L->out, "%s\n", v->s), true;
-  if (v->kind != V_TENSOR) return print_inline(L->out, v), fputc('\n', L->out), true;
-  print_header(L->out, v->t->t);
-  fputc('\n', L->out);
-  return print_tensor_values(L, at, v->t->t);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  bool ok = m && print_to(L, m, at, v);
+  bool closed = m && fclose(m) == 0; /* text is complete only then */
+  if (!closed && !L->err.set) lang_error(&L->err, at->line, at->col, "out of memory");
+  if (ok && closed) fwrite(text, 1, len, L->out); /* its errors: lang_run checks the stream */
+  free(text);
+  return ok && closed;
 }

@@ -28,52 +28,48 @@ static FILE *lang_output(const Options *o, bool *opened) {
   return f;
 }
 
-static bool lang_close(FILE *f, bool opened, const char *path) {
-  bool ok = (opened ? fclose(f) : fflush(f)) == 0;
-  if (!ok) report("cannot write '%s': %s", path ? path : "<stdout>", strerror(errno));
-  return ok;
+/* Closes f when opened (-o FILE); reports a failure unless the output was
+ * reported lost already. */
+static bool lang_close(FILE *f, bool opened, const char *path, bool lost) {
+  if (!opened) return !lost && io_flush(f, "<stdout>");
+  errno = 0;
+  bool ok = fclose(f) == 0;
+  if (!ok && !lost) report("cannot write '%s': %s", path, errno ? strerror(errno) : "write error");
+  return ok && !lost;
 }
 
 int lang_main(const Options *o) {
   const char *where;
-  bool opened;
+  bool opened, lost = false;
   char *text = io_read_input(o, &where);
   FILE *out = text ? lang_output(o, &opened) : NULL;
   Lang L;
   bool ok = out && lang_init(&L, out);
   if (ok) {
+    if (o->out) L.out_name = o->out;
     ok = lang_run(&L, text, where);
+    lost = L.lost;
     lang_free(&L);
   }
-  if (out) ok = lang_close(out, opened, o->out) && ok;
+  if (out) ok = lang_close(out, opened, o->out, lost) && ok;
   free(text);
   return ok ? 0 : 1;
 }
 
+/* Whether a prompt entry is whole: no bracket left open, no final '\'. */
+static bool lang_entry_whole(const char *entry) { return !lex_incomplete(entry); }
+
 int lang_repl_main(const Options *o) {
   Lang L;
   if (!lang_init(&L, stdout)) return 1;
-  char *line = NULL, *entry = NULL;
-  size_t line_cap = 0, len = 0;
+  PromptInput in = {0};
+  int got = 0;
   printf("uopjit %s: the tensor language; type :help for help, :quit to leave\n", UJ_VERSION);
-  while (!L.quit) {
-    fputs(len ? "... " : "uj> ", stdout);
-    fflush(stdout);
-    ssize_t n = getline(&line, &line_cap, stdin);
-    if (n < 0) break;
-    char *grown = realloc(entry, len + (size_t)n + 1);
-    if (!grown) break;
-    entry = grown;
-    memcpy(entry + len, line, (size_t)n + 1);
-    len += (size_t)n;
-    if (lex_incomplete(entry)) continue;
-    lang_run(&L, entry, "<stdin>");
-    len = 0;
-  }
-  if (!L.quit && len > 0) lang_run(&L, entry, "<stdin>"); /* cut by end of input */
-  if (!L.quit) putchar('\n');
-  free(line);
-  free(entry);
+  while (!L.quit && !L.lost && (got = prompt_read(&in, lang_entry_whole)) == 1) lang_run(&L, in.entry, "<stdin>");
+  if (!L.quit && !L.lost && got == 0 && in.len > 0) lang_run(&L, in.entry, "<stdin>"); /* cut by end of input */
+  if (!L.quit && !L.lost && got == 0) putchar('\n');
+  bool ok = lang_close(stdout, false, NULL, L.lost) && got >= 0;
+  prompt_free(&in);
   lang_free(&L);
-  return 0;
+  return ok ? 0 : 1;
 }

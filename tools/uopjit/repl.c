@@ -88,15 +88,10 @@ static bool entry_blank(const char *s) {
   return *s == '\0';
 }
 
-/* Appends line to the entry *buf (length *len); false on no memory. */
-static bool entry_append(char **buf, size_t *len, const char *line) {
-  size_t n = strlen(line);
-  char *grown = realloc(*buf, *len + n + 1);
-  if (!grown) return false;
-  memcpy(grown + *len, line, n + 1);
-  *buf = grown;
-  *len += n;
-  return true;
+/* When the prompt has a whole entry: blanks, a command line, or a
+ * complete program. */
+static bool entry_whole(const char *s) {
+  return entry_blank(s) || s[strspn(s, " \t")] == ':' || entry_complete(s);
 }
 
 /* ---- entries ---- */
@@ -152,25 +147,19 @@ static bool repl_entry(Repl *r, const char *entry) {
 
 int repl_main(const Options *o) {
   Repl r = {o, NULL};
-  char *line = NULL, *entry = NULL;
-  size_t line_cap = 0, len = 0;
-  bool going = true;
+  PromptInput in = {0};
+  bool going = true, lost = false;
+  int got = 0;
   printf("uopjit %s: type :help for help, :quit to leave\n", UJ_VERSION);
-  while (going) {
-    fputs(len ? "... " : "uj> ", stdout);
-    fflush(stdout);
-    if (getline(&line, &line_cap, stdin) < 0) break;
-    if (!entry_append(&entry, &len, line)) break;
-    if (entry_blank(entry)) len = 0;
-    else if (entry[strspn(entry, " \t")] == ':' || entry_complete(entry)) {
-      going = repl_entry(&r, entry);
-      len = 0;
-    }
+  while (going && (got = prompt_read(&in, entry_whole)) == 1) {
+    if (!entry_blank(in.entry)) going = repl_entry(&r, in.entry);
+    lost = !io_flush(stdout, "<stdout>");
+    going = going && !lost;
   }
-  if (going && len > 0) repl_entry(&r, entry); /* an entry cut by end of input */
-  if (going) putchar('\n');
-  free(line);
-  free(entry);
+  if (going && got == 0 && in.len > 0 && !entry_blank(in.entry)) repl_entry(&r, in.entry); /* cut by end of input */
+  if (going && got == 0) putchar('\n');
+  lost = lost || !io_flush(stdout, "<stdout>");
+  prompt_free(&in);
   free(r.last);
-  return 0;
+  return got >= 0 && !lost ? 0 : 1;
 }

@@ -138,8 +138,8 @@ static bool buffer_zeros(Buffer *b, const char *n, size_t esize, const char *lab
 static bool buffer_file(Buffer *b, const char *path, uj_dtype elem, size_t esize,
                         const char *label) {
   size_t len;
-  char name[32], *data = io_read_file(path, &len);
-  if (!data) return report("%s: cannot read '%s': %s", label, path, strerror(errno)), false;
+  char name[32], why[80], *data = io_read_file(path, &len);
+  if (!data) return report("%s: cannot read '%s': %s", label, path, io_read_error(why, sizeof why)), false;
   bool ok = len % esize == 0;
   if (!ok)
     report("%s: %zu bytes is not a whole number of %s elements (%zu bytes each)", label, len,

@@ -61,12 +61,39 @@ void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- io.c ---- */
 
+/* The most the tool reads of one input (a program, stdin, a line at the
+ * prompt, a `run --arg SLOT=file:PATH`): an endless input (/dev/zero) is
+ * an error, not a process that fills memory. */
+#define IO_MAX_INPUT ((size_t)64 << 20)
+
 /* The text of the program the options name (FILE, -c TEXT or stdin),
- * malloc'd, and in *where its name for messages. */
+ * malloc'd, and in *where its name for messages. A NUL byte in it is an
+ * error (WHERE:LINE:COL). */
 char *io_read_input(const Options *o, const char **where);
-/* All of a file ("-": stdin), malloc'd and NUL-terminated, its length in
- * *len (may be NULL); NULL with errno set, nothing reported. */
+/* All of a file ("-": stdin), at most IO_MAX_INPUT bytes, malloc'd and
+ * NUL-terminated, its length in *len (may be NULL); NULL with errno set
+ * (EFBIG: longer), nothing reported. */
 char *io_read_file(const char *path, size_t *len);
+/* Why io_read_file failed, for "cannot read 'PATH': why". */
+const char *io_read_error(char *buf, size_t size);
+/* False, and "WHERE:LINE:COL: unexpected byte 0x00" reported, when text
+ * (len bytes) holds a NUL. */
+bool io_check_text(const char *text, size_t len, const char *where);
+/* The prompt's input: stdin's lines gathered into entries. */
+typedef struct PromptInput {
+  char *line, *entry; /* entry: p->len bytes, NUL-terminated */
+  size_t line_cap, len;
+} PromptInput;
+/* Reads the next entry: lines, after "uj> " and then "... " on stdout,
+ * until whole(entry) says it is complete. 1: an entry; 0: the end of
+ * input (p->len > 0: an entry it cut); -1: a line or entry past
+ * IO_MAX_INPUT, or no memory (reported). An entry holding a NUL byte is
+ * reported and dropped. */
+int prompt_read(PromptInput *p, bool (*whole)(const char *entry));
+void prompt_free(PromptInput *p);
+/* Flushes f; false, and "cannot write 'NAME': why" reported, when that or
+ * an earlier write to it failed. */
+bool io_flush(FILE *f, const char *name);
 /* Writes text, with a final newline when it has none, to f. */
 bool io_write_text(FILE *f, const char *text);
 /* Writes data to path (NULL: stdout): text as io_write_text, or exactly
@@ -100,7 +127,7 @@ bool job_output(const char *text, const char *where, const Job *job, Output *out
 
 /* ---- repl.c ---- */
 
-/* The prompt on stdin; status 0. */
+/* The prompt on stdin; status 0, or 1 when stdin or stdout failed. */
 int repl_main(const Options *o);
 
 /* ---- lang_repl.c ---- */
@@ -108,7 +135,8 @@ int repl_main(const Options *o);
 /* A program of the tensor language from FILE, -c TEXT or stdin: exit
  * status 0, or 1 after reporting its first error. */
 int lang_main(const Options *o);
-/* The tensor language's prompt on stdin; status 0. */
+/* The tensor language's prompt on stdin; status 0, or 1 when stdin or
+ * stdout failed. */
 int lang_repl_main(const Options *o);
 
 /* ---- run.c ---- */
