@@ -34,7 +34,7 @@ static const UOp *apply_one(Ctx *ctx, const char *pattern, RuleFn fn, const UOp 
   RuleSet *rs = ruleset_new(ctx, &rule, 1);
   CHECK(rs != NULL, "pattern %s: %s", pattern, uj_error(ctx));
   if (!rs) return NULL;
-  Rewriter rw = {ctx, rs, NULL, NULL, 0};
+  Rewriter rw = {ctx, rs, NULL, NULL};
   const UOp *out = ruleset_apply(&rw, u);
   ruleset_free(rs);
   return out;

@@ -1,13 +1,16 @@
 /* rewrite.c — graph_rewrite: applies a rule set bottom-up to a fixpoint.
  *
  * In: a root and a RuleSet. Out: the rewritten root, such that no rule
- * fires on any node of the result. Each node is visited once (memo by id);
+ * fires on any node of the result. Each node is visited once (memo by its
+ * number in the walk: tables as long as the walk, not the context);
  * a replacement a rule returns is itself rewritten (its new nodes bottom-up)
  * before it stands for the node it replaced. An explicit stack replaces
  * recursion, so graph depth is bounded by memory, not by the C stack. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "rewrite/rewrite.h"
+#include "uop/nodemap.h"
 
 typedef enum Step {
   STEP_ENTER,   /* first visit: queue the sources */
@@ -21,34 +24,53 @@ typedef struct Frame {
   Step step;
 } Frame;
 
+/* What the walk knows of a node, by its number in the walk (nodemap.h):
+ * the tables are as long as the walk, not as the context. */
+typedef struct Entry {
+  const UOp *memo; /* the result, NULL while unknown */
+  bool busy;       /* on the stack: a cycle guard */
+  bool shared;     /* more than one user (rewrite_is_shared) */
+} Entry;
+
 typedef struct Walk {
   Rewriter rw;
-  const UOp **memo;     /* result by node id, NULL while unknown */
-  unsigned char *busy;  /* on the stack, by node id: a cycle guard */
-  unsigned char *shared; /* by node id: more than one user (Rewriter.shared) */
-  size_t cap;           /* entries of memo/busy */
+  NodeMap num;     /* the nodes met, numbered */
+  Entry *entries;  /* by number */
+  size_t cap;      /* entries allocated */
   Frame *stack;
   size_t top, cap_stack;
-  size_t budget;        /* rule applications left before giving up */
+  size_t budget;   /* rule applications left before giving up */
 } Walk;
 
-/* Memo tables follow the context's node count, which grows as rules build. */
-static bool walk_fit(Walk *w) {
-  size_t need = w->rw.ctx->nnodes;
-  if (need <= w->cap) return true;
-  size_t cap = w->cap ? w->cap : 1024;
-  while (cap < need) cap *= 2;
-  const UOp **memo = realloc(w->memo, cap * sizeof *memo);
-  if (memo) w->memo = memo;
-  unsigned char *busy = realloc(w->busy, cap);
-  if (busy) w->busy = busy;
-  unsigned char *shared = realloc(w->shared, cap);
-  if (shared) w->shared = shared;
-  if (!memo || !busy || !shared) return false;
-  for (size_t i = w->cap; i < cap; i++) w->memo[i] = NULL, w->busy[i] = 0, w->shared[i] = 0;
-  w->cap = cap;
-  w->rw.shared = w->shared, w->rw.nshared = cap;
-  return true;
+/* u's entry, made (empty) when u has none; NULL when out of memory. A
+ * pointer stays valid until the next node is added. */
+static Entry *entry_add(Walk *w, const UOp *u) {
+  uint32_t k = nodemap_add(&w->num, u);
+  if (k == NODEMAP_NONE) return NULL;
+  if (k >= w->cap) {
+    size_t cap = w->cap ? 2 * w->cap : 256;
+    while (cap <= k) cap *= 2;
+    Entry *e = realloc(w->entries, cap * sizeof *e);
+    if (!e) return NULL;
+    memset(e + w->cap, 0, (cap - w->cap) * sizeof *e);
+    w->entries = e, w->cap = cap;
+  }
+  return &w->entries[k];
+}
+
+static Entry *entry_find(const Walk *w, const UOp *u) {
+  uint32_t k = nodemap_find(&w->num, u);
+  return k == NODEMAP_NONE ? NULL : &w->entries[k];
+}
+
+static const UOp *memo_of(const Walk *w, const UOp *u) {
+  const Entry *e = entry_find(w, u);
+  return e ? e->memo : NULL;
+}
+
+bool rewrite_is_shared(const Rewriter *rw, const UOp *u) {
+  const Entry *e = rw->walk ? entry_find(rw->walk, u) : NULL;
+  return e && e->shared;
 }
 
 static bool push(Walk *w, const UOp *node, Step step, const UOp *replacement) {
@@ -64,32 +86,39 @@ static bool push(Walk *w, const UOp *node, Step step, const UOp *replacement) {
 }
 
 static bool enter(Walk *w, const UOp *u) {
-  if (w->memo[u->id]) return true;
-  if (w->busy[u->id]) {
+  Entry *e = entry_add(w, u);
+  if (!e) return false;
+  if (e->memo) return true;
+  if (e->busy) {
     ctx_set_error(w->rw.ctx, "rewrite rules cycle: a %s node rewrites to itself",
                   op_table[u->op].name);
     return false;
   }
-  w->busy[u->id] = 1;
+  e->busy = true;
+  w->rw.ctx->work++;
   if (!push(w, u, STEP_REBUILD, NULL)) return false;
   for (uint32_t i = u->nsrc; i-- > 0;)
-    if (!w->memo[u->src[i]->id] && !push(w, u->src[i], STEP_ENTER, NULL)) return false;
+    if (!memo_of(w, u->src[i]) && !push(w, u->src[i], STEP_ENTER, NULL)) return false;
   return true;
 }
 
-static void finish(Walk *w, const UOp *u, const UOp *result) {
-  w->memo[u->id] = result;
-  w->busy[u->id] = 0;
-  w->shared[result->id] |= w->shared[u->id];
+static bool finish(Walk *w, const UOp *u, const UOp *result) {
+  Entry *r = entry_add(w, result), *e = r ? entry_find(w, u) : NULL; /* u has one: adding it made none */
+  if (!e) return false;
+  e->memo = result;
+  e->busy = false;
+  r->shared |= e->shared;
+  return true;
 }
 
 /* Marks the nodes of the input graph that have more than one user (a
- * user naming the same source twice counts once). */
+ * user naming the same source twice counts once); numbers them. */
 static bool mark_shared(Walk *w, const UOp *root) {
   const UOp **nodes;
   size_t n = uop_toposort(w->rw.ctx, root, &nodes);
-  unsigned char *used = calloc(w->cap, 1);
-  bool ok = n > 0 && used;
+  unsigned char *used = n ? calloc(n, 1) : NULL;
+  bool ok = used && nodemap_reserve(&w->num, n);
+  for (size_t k = 0; ok && k < n; k++) ok = entry_add(w, nodes[k]) != NULL; /* number k */
   for (size_t k = 0; ok && k < n; k++) {
     const UOp *u = nodes[k];
     for (uint32_t i = 0; i < u->nsrc; i++) {
@@ -97,8 +126,9 @@ static bool mark_shared(Walk *w, const UOp *root) {
       bool again = false;
       for (uint32_t j = 0; j < i && !again; j++) again = u->src[j] == s;
       if (again) continue;
-      if (used[s->id]) w->shared[s->id] = 1;
-      used[s->id] = 1;
+      uint32_t at = nodemap_find(&w->num, s);
+      if (used[at]) w->entries[at].shared = true;
+      used[at] = 1;
     }
   }
   free(nodes);
@@ -111,27 +141,29 @@ static bool rebuild(Walk *w, const UOp *u) {
   enum { SMALL = 8 };
   const UOp *small[SMALL], **src = u->nsrc <= SMALL ? small : malloc(u->nsrc * sizeof *src);
   if (!src) return false;
-  for (uint32_t i = 0; i < u->nsrc; i++) src[i] = w->memo[u->src[i]->id];
+  for (uint32_t i = 0; i < u->nsrc; i++) src[i] = memo_of(w, u->src[i]);
   const UOp *v = uop_replace_src(w->rw.ctx, u, src, u->nsrc);
   if (src != small) free(src);
-  if (!v || !walk_fit(w)) return false;
-  const UOp *r = ruleset_apply(&w->rw, v); /* may make nodes: fit the tables again */
-  if (!r || !walk_fit(w)) return false;
-  w->shared[v->id] |= w->shared[u->id];
+  if (!v) return false;
+  bool shared = entry_find(w, u)->shared;
+  const UOp *r = ruleset_apply(&w->rw, v);
+  Entry *ev = r ? entry_add(w, v) : NULL;
+  if (!ev) return false;
+  ev->shared |= shared;
   if (r == v) {
-    finish(w, u, v);
-    if (v != u && !w->memo[v->id]) w->memo[v->id] = v;
+    if (!finish(w, u, v)) return false;
+    ev = entry_find(w, v);
+    if (v != u && !ev->memo) ev->memo = v;
     return true;
   }
-  w->shared[r->id] |= w->shared[u->id];
+  Entry *er = entry_add(w, r);
+  if (!er) return false;
+  er->shared |= shared;
   if (w->budget-- == 0) {
     ctx_set_error(w->rw.ctx, "rewrite rules do not converge");
     return false;
   }
-  if (w->memo[r->id]) {
-    finish(w, u, w->memo[r->id]);
-    return true;
-  }
+  if (er->memo) return finish(w, u, er->memo);
   return push(w, u, STEP_LINK, r) && enter(w, r);
 }
 
@@ -139,21 +171,22 @@ static bool step(Walk *w, Frame f) {
   switch (f.step) {
   case STEP_ENTER: return enter(w, f.node);
   case STEP_REBUILD: return rebuild(w, f.node);
-  case STEP_LINK: finish(w, f.node, w->memo[f.replacement->id]); return true;
+  case STEP_LINK: return finish(w, f.node, memo_of(w, f.replacement));
   }
   return false;
 }
 
 const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user) {
-  Walk w = {.rw = {.ctx = ctx, .rules = rs, .user = user}};
-  w.budget = 64 * (ctx->nnodes + 1024);
-  bool ok = walk_fit(&w) && mark_shared(&w, root) && enter(&w, root);
+  Walk w = {.rw = {.ctx = ctx, .rules = rs, .user = user}, .num = nodemap_make(ctx)};
+  w.rw.walk = &w;
+  bool ok = mark_shared(&w, root);
+  w.budget = 64 * (w.num.count + 1024);
+  ok = ok && enter(&w, root);
   while (ok && w.top) ok = step(&w, w.stack[--w.top]);
-  const UOp *out = ok ? w.memo[root->id] : NULL;
+  const UOp *out = ok ? memo_of(&w, root) : NULL;
   if (!ok && !ctx->error[0]) ctx_set_error(ctx, "out of memory rewriting a graph");
-  free(w.memo);
-  free(w.busy);
-  free(w.shared);
+  nodemap_free(&w.num);
+  free(w.entries);
   free(w.stack);
   return out;
 }
@@ -161,20 +194,22 @@ const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *use
 const UOp *graph_substitute(Ctx *ctx, const UOp *root, ReplaceFn replace, void *user) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, root, &nodes);
-  const UOp **result = n ? calloc(ctx->nnodes, sizeof *result) : NULL; /* by id of the input's nodes */
+  NodeMap num = nodemap_make(ctx);
+  const UOp **result = n && nodemap_number(&num, nodes, n) ? calloc(n, sizeof *result) : NULL; /* by number */
   const UOp *out = NULL;
   for (size_t k = 0; result && k < n; k++) {
     const UOp *u = nodes[k], *small[8], **src = u->nsrc <= 8 ? small : malloc(u->nsrc * sizeof *src);
     if (!src) break;
-    for (uint32_t i = 0; i < u->nsrc; i++) src[i] = result[u->src[i]->id];
+    for (uint32_t i = 0; i < u->nsrc; i++) src[i] = result[nodemap_find(&num, u->src[i])];
     const UOp *v = uop_replace_src(ctx, u, src, u->nsrc);
     if (src != small) free(src);
     const UOp *r = v ? replace(user, u, v) : NULL;
     if (!r) break;
-    result[u->id] = r;
+    result[k] = r;
     if (k + 1 == n) out = r;
   }
   if (!out && !ctx->error[0]) ctx_set_error(ctx, "out of memory substituting in a graph");
+  nodemap_free(&num);
   free(nodes);
   free(result);
   return out;

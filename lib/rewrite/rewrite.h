@@ -37,17 +37,15 @@ typedef union Binds {
 typedef struct Rewriter {
   Ctx *ctx;
   const RuleSet *rules;
-  void *user;                  /* whatever the rule set's functions need */
-  const unsigned char *shared; /* by node id: has other users (see below) */
-  size_t nshared;
+  void *user;         /* whatever the rule set's functions need */
+  struct Walk *walk;  /* graph_rewrite's state (rewrite.c); NULL outside it */
 } Rewriter;
 
 /* Whether u has more than one user in the graph being rewritten (nodes that
  * stand for a shared node inherit the mark); such a node stays alive when
- * one user is rewritten away, which rules that weigh sizes must know. */
-static inline bool rewrite_is_shared(const Rewriter *rw, const UOp *u) {
-  return u->id < rw->nshared && rw->shared[u->id];
-}
+ * one user is rewritten away, which rules that weigh sizes must know.
+ * false outside graph_rewrite. */
+bool rewrite_is_shared(const Rewriter *rw, const UOp *u);
 
 /* Returns the replacement of root, or NULL to decline. */
 typedef const UOp *(*RuleFn)(Rewriter *rw, const UOp *root, const Binds *m);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "uop/alu.h"
+#include "uop/nodemap.h"
 #include "uop/spec.h"
 #include "uop/uop.h"
 #include "rewrite/rewrite.h"
@@ -234,24 +235,36 @@ static int cmp_id(const void *a, const void *b) {
 }
 
 /* Sources are made before their users, so ascending ids is a topological
- * order. */
+ * order. The walk's tables are as long as the graph (nodemap.h). */
 size_t uop_toposort(Ctx *ctx, const UOp *root, const UOp ***out) {
-  size_t n = 0, top = 0;
-  unsigned char *seen = calloc(ctx->nnodes, 1);
-  const UOp **stack = malloc(ctx->nnodes * sizeof *stack), **nodes = malloc(ctx->nnodes * sizeof *nodes);
-  if (seen && stack && nodes) {
-    stack[top++] = root, seen[root->id] = 1;
-    while (top) {
-      const UOp *u = nodes[n++] = stack[--top];
-      for (uint32_t i = 0; i < u->nsrc; i++)
-        if (!seen[u->src[i]->id]) seen[u->src[i]->id] = 1, stack[top++] = u->src[i];
+  NodeMap seen = nodemap_make(ctx);
+  size_t n = 0, top = 0, cap = 0;
+  const UOp **stack = NULL, **nodes = NULL;
+  bool ok = nodemap_add(&seen, root) != NODEMAP_NONE;
+  for (const UOp *u = root; ok; u = top ? stack[--top] : NULL) {
+    if (seen.count + u->nsrc > cap) { /* stack and list hold at most the nodes seen */
+      cap = 2 * (seen.count + u->nsrc) + 64;
+      const UOp **s = realloc(stack, cap * sizeof *s), **l = s ? realloc(nodes, cap * sizeof *l) : NULL;
+      if (s) stack = s;
+      if (l) nodes = l;
+      if (!l) break;
     }
+    nodes[n++] = u;
+    for (uint32_t i = 0; i < u->nsrc && ok; i++) {
+      size_t before = seen.count;
+      ok = nodemap_add(&seen, u->src[i]) != NODEMAP_NONE;
+      if (ok && seen.count > before) stack[top++] = u->src[i];
+    }
+    if (!top) break;
+  }
+  if (ok && n == seen.count) {
     qsort(nodes, n, sizeof *nodes, cmp_id);
+    ctx->work += n;
   } else {
     ctx_set_error(ctx, "out of memory walking a graph");
-    free(nodes), nodes = NULL;
+    free(nodes), nodes = NULL, n = 0;
   }
-  free(seen);
+  nodemap_free(&seen);
   free(stack);
   *out = nodes;
   return n;

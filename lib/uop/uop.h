@@ -58,6 +58,10 @@ struct uj_ctx {
   const char **strings; /* interned strings, open addressing */
   size_t nstrings, cap_strings;
   RuleSet *symbolic_rules; /* compiled on first use (symbolic.c) */
+  /* Graph work: the nodes walks visited and the side-table slots they made
+   * (nodemap.h). Never read by the compiler; tests compare it across graph
+   * sizes to check that each stage costs what its graph holds (test_scale.c). */
+  size_t work;
   CtxPartSlot parts[CTX_PART_COUNT];
   char error[1024];
 };

@@ -1,0 +1,70 @@
+/* nodemap.c — numbering of the nodes a walk meets (nodemap.h).
+ *
+ * In: nodes, in the order a walk meets them. Out: their numbers 0, 1, ...
+ * Afterwards: lookups cost O(1) on average; the map holds at most four
+ * times as many slots as numbers, whatever the context's size. Ids are
+ * hashed in runs of 8 (a run of consecutive ids, as a chain's nodes are
+ * made, lands in consecutive slots: one cache line), the runs scattered by
+ * a multiplicative hash. */
+#include <stdlib.h>
+
+#include "uop/nodemap.h"
+
+static size_t slot_of(uint32_t id, size_t mask) {
+  uint64_t run = ((uint64_t)(id >> 3) * 0x9e3779b97f4a7c15ull) >> 29;
+  return (size_t)((run & ~(uint64_t)7) | (id & 7)) & mask;
+}
+
+void nodemap_free(NodeMap *m) {
+  free(m->slot);
+  m->slot = NULL;
+  m->count = m->cap = 0;
+}
+
+uint32_t nodemap_find(const NodeMap *m, const UOp *u) {
+  if (!m->cap) return NODEMAP_NONE;
+  size_t mask = m->cap - 1;
+  for (size_t j = slot_of(u->id, mask); m->slot[j].key; j = (j + 1) & mask)
+    if (m->slot[j].key == u->id + 1) return m->slot[j].num;
+  return NODEMAP_NONE;
+}
+
+static bool grow(NodeMap *m, size_t cap) {
+  NodeSlot *slot = calloc(cap, sizeof *slot);
+  if (!slot) return false;
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->slot[i].key) continue;
+    size_t j = slot_of(m->slot[i].key - 1, cap - 1);
+    while (slot[j].key) j = (j + 1) & (cap - 1);
+    slot[j] = m->slot[i];
+  }
+  free(m->slot);
+  m->slot = slot, m->cap = cap;
+  if (m->ctx) m->ctx->work += cap;
+  return true;
+}
+
+bool nodemap_reserve(NodeMap *m, size_t n) {
+  if (2 * n < m->cap) return true;
+  size_t cap = m->cap ? m->cap : 16;
+  while (cap <= 2 * n) cap *= 2;
+  if (grow(m, cap)) return true;
+  if (m->ctx) ctx_set_error(m->ctx, "out of memory walking a graph");
+  return false;
+}
+
+uint32_t nodemap_add(NodeMap *m, const UOp *u) {
+  if (!nodemap_reserve(m, m->count + 1)) return NODEMAP_NONE;
+  size_t mask = m->cap - 1, j = slot_of(u->id, mask);
+  for (; m->slot[j].key; j = (j + 1) & mask)
+    if (m->slot[j].key == u->id + 1) return m->slot[j].num;
+  m->slot[j] = (NodeSlot){u->id + 1, (uint32_t)m->count};
+  return (uint32_t)m->count++;
+}
+
+bool nodemap_number(NodeMap *m, const UOp *const *nodes, size_t n) {
+  if (!nodemap_reserve(m, m->count + n)) return false;
+  for (size_t k = 0; k < n; k++)
+    if (nodemap_add(m, nodes[k]) == NODEMAP_NONE) return false;
+  return true;
+}
