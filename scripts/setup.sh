@@ -2,11 +2,14 @@
 # setup.sh — the first command on a fresh Debian 12 machine.
 #
 # 1. Installs what is missing, with apt-get: cmake, a C compiler and make
-#    (build-essential), and LLVM 19 (llvm-19-dev, lld-19), which the build
-#    needs. Each package is checked first (dpkg -s / command -v);
-#    `apt-get update` runs once, only when something must be installed;
-#    sudo is used only when not root. If apt has no LLVM 19, setup stops
-#    with a message saying what to install.
+#    (build-essential), LLVM 19 (llvm-19-dev, lld-19), which the build
+#    needs, and clang 19 with its runtime libraries (clang-19,
+#    libclang-rt-19-dev: libFuzzer and the sanitizers), which
+#    scripts/test.sh's fuzz suite builds with. Each package is checked
+#    first (dpkg -s / command -v); `apt-get update` runs once, only when
+#    something must be installed; sudo is used only when not root. If apt
+#    has no LLVM 19 or clang 19, setup stops with a message saying what to
+#    install.
 # 2. Configures and builds a Release build in build/.
 # 3. Runs the main job: `build/uopjit examples/simplify.uop`, which prints
 #    the simplified program, and `build/uopjit examples/tensors.ujs`, a
@@ -18,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_PACKAGES=(cmake build-essential)
-LLVM_PACKAGES=(llvm-19-dev lld-19)
+LLVM_PACKAGES=(llvm-19-dev lld-19 clang-19 libclang-rt-19-dev)
 JOBS=${UJ_JOBS:-2}
 
 sudo_cmd() {
@@ -76,7 +79,8 @@ install_llvm() {
   for pkg in $missing; do
     if ! has_candidate "$pkg"; then
       echo "setup: apt has no package $pkg here; uopjit needs LLVM 19" \
-           "(llvm-19-dev, lld-19: Debian 12's own, or apt.llvm.org)" >&2
+           "(llvm-19-dev, lld-19; clang-19, libclang-rt-19-dev for the fuzzers:" \
+           "Debian 12's own, or apt.llvm.org)" >&2
       exit 1
     fi
   done
