@@ -213,7 +213,7 @@ static bool eval_is_compound(const Node *n) {
 /* n applied to its evaluated first operand a (the right operand and the
  * arguments evaluated here). */
 static bool eval_apply(Lang *L, const Node *n, const Value *a, Value *out) {
-  Value b = {V_NONE};
+  Value b = {.kind = V_NONE};
   bool ok;
   if (n->kind == N_BINARY) ok = eval_expr(L, n->b, &b) && eval_binary(L, n, n->op, a, &b, out);
   else if (n->kind == N_UNARY) ok = eval_unary(L, n, a, out);
@@ -238,7 +238,7 @@ static bool eval_compound(Lang *L, const Node *n, Value *out) {
   Value acc;
   bool ok = eval_expr(L, chain[len - 1]->a, &acc);
   for (size_t k = len; ok && k-- > 0;) {
-    Value next = {V_NONE};
+    Value next = {.kind = V_NONE};
     ok = eval_apply(L, chain[k], &acc, &next);
     value_free(&acc);
     acc = next;
