@@ -6,7 +6,8 @@
  * expand, pad, cat, stack, a reduction over an empty axis, matmul, the
  * windows of conv2d and pooling — refuses one past that, with a message
  * naming the op and the shape, before any size is computed in a way that
- * could wrap. Under UBSan (the sanitizer build) any signed overflow on the
+ * could wrap; a scalar is never wrapped into a dtype that cannot hold it
+ * (int8 + 300 is int16). Under UBSan (the sanitizer build) any signed overflow on the
  * way fails the test. Also: the numel of every tensor that exists is its
  * true count (never -1); empty reductions that are allowed compute; argmax
  * of nothing is an error; a session's limit can be set lower. */
@@ -110,6 +111,31 @@ static void test_inner_nodes(uj_session *s) {
   EXPECT_NULL(s, uj_tensor_maxpool2d(line, (const int64_t[]){1, 1 << 23}, one, NULL), "maxpool2d", "too large to index");
 }
 
+/* A scalar an integer tensor's dtype cannot hold is not wrapped into it:
+ * the result takes the narrowest dtype that holds both. */
+static void expect_scalar(uj_session *s, uj_scalar d, uj_binop op, double v, uj_scalar want_dtype, const int64_t *want) {
+  const int64_t vals[2] = {1, 2};
+  uj_tensor *x = uj_tensor_cast(uj_tensor_from_data(s, UJ_INT64, SHAPE(2), vals), d);
+  uj_tensor *r = uj_tensor_cast(uj_tensor_binary_scalar(op, x, v, false), UJ_INT64);
+  int64_t got[2] = {0, 0};
+  uj_scalar dt = uj_tensor_dtype(uj_tensor_binary_scalar(op, x, v, false));
+  CHECK(r && uj_tensor_to_host(r, got, sizeof got) == UJ_OK, "%s %g: %s", uj_binop_name(op), v, uj_session_error(s));
+  CHECK(dt == want_dtype, "%s %g: dtype %d, want %d", uj_binop_name(op), v, (int)dt, (int)want_dtype);
+  CHECK(got[0] == want[0] && got[1] == want[1], "%s %g: got %lld %lld, want %lld %lld", uj_binop_name(op), v, (long long)got[0],
+        (long long)got[1], (long long)want[0], (long long)want[1]);
+}
+
+static void test_scalars(uj_session *s) {
+  expect_scalar(s, UJ_INT8, UJ_BIN_ADD, 300, UJ_INT16, (const int64_t[]){301, 302});
+  expect_scalar(s, UJ_INT8, UJ_BIN_ADD, 126, UJ_INT8, (const int64_t[]){127, -128}); /* fits: int8 wraps, as documented */
+  expect_scalar(s, UJ_INT8, UJ_BIN_SUB, 129, UJ_INT16, (const int64_t[]){-128, -127});
+  expect_scalar(s, UJ_UINT8, UJ_BIN_ADD, 256, UJ_UINT16, (const int64_t[]){257, 258});
+  expect_scalar(s, UJ_UINT8, UJ_BIN_ADD, -1, UJ_INT16, (const int64_t[]){0, 1});
+  expect_scalar(s, UJ_INT32, UJ_BIN_MUL, 0x1p40, UJ_INT64, (const int64_t[]){(int64_t)1 << 40, (int64_t)1 << 41});
+  expect_scalar(s, UJ_INT32, UJ_BIN_LT, 1e10, UJ_BOOL, (const int64_t[]){1, 1});
+  expect_scalar(s, UJ_INT32, UJ_BIN_GT, -1e10, UJ_BOOL, (const int64_t[]){1, 1});
+}
+
 /* A session's limit set lower holds for every op, creation or not. */
 static void test_session_limit(void) {
   uj_session *s = uj_session_new("CPU", NULL);
@@ -136,6 +162,7 @@ int main(void) {
   test_views(s);
   test_empty_reductions(s);
   test_inner_nodes(s);
+  test_scalars(s);
   uj_session_free(s);
   test_session_limit();
   return check_report("test_tensor_limits");

@@ -81,7 +81,10 @@ typedef enum uj_unop {
  * comparisons give bool; AND/OR/XOR take bool or integer tensors. */
 uj_tensor *uj_tensor_binary(uj_binop op, uj_tensor *a, uj_tensor *b);
 /* a op v (v_left: v op a). v is weakly typed: it takes a's dtype, or
- * float32 when a is an integer or bool tensor and v is not integral. */
+ * float32 when a is an integer or bool tensor and v is not integral, or
+ * when v is integral and outside a's integer dtype, the narrowest integer
+ * dtype that holds both (int8 + 300: int16), as NumPy 1's value-based
+ * casting; never a v that wrapped. */
 uj_tensor *uj_tensor_binary_scalar(uj_binop op, uj_tensor *a, double v, bool v_left);
 uj_tensor *uj_tensor_unary(uj_unop op, uj_tensor *a);
 uj_tensor *uj_tensor_cast(uj_tensor *a, uj_scalar dtype);

@@ -91,6 +91,28 @@ uj_tensor *uj_tensor_binary(uj_binop op, uj_tensor *a, uj_tensor *b) {
   return tensor_wrap(a->s, uj_binop_name(op), binary(a->s, op, x, y));
 }
 
+/* Whether the integral v is a value of the integer dtype d. */
+static bool scalar_fits(DType d, double v) {
+  int bits = (int)dt_bits(d);
+  double lo = dt_is_signed(d) ? -ldexp(1, bits - 1) : 0, hi = ldexp(1, dt_is_signed(d) ? bits - 1 : bits);
+  return v >= lo && v < hi;
+}
+
+/* The dtype an integer tensor of dtype d takes for an integral v that d
+ * cannot hold (taking d would wrap or saturate v: a quiet wrong answer),
+ * as NumPy's value-based casting: the narrowest integer of d's
+ * signedness (signed when v < 0) that holds v, promoted with d
+ * (int8 + 300: int16; uint8 - (-1): int16). |v| < 2^63 here. */
+static uj_scalar scalar_dtype(DType d, double v) {
+  static const uj_scalar sig[] = {UJ_INT8, UJ_INT16, UJ_INT32, UJ_INT64}, uns[] = {UJ_UINT8, UJ_UINT16, UJ_UINT32, UJ_UINT64};
+  bool want_signed = dt_is_signed(d) || v < 0;
+  for (int k = 0; k < 4; k++) {
+    uj_scalar w = want_signed ? sig[k] : uns[k];
+    if (scalar_fits(dt_scalar(w), v)) return node_promoted_dtype((uj_scalar)d.scalar, w);
+  }
+  return UJ_FLOAT64;
+}
+
 uj_tensor *uj_tensor_binary_scalar(uj_binop op, uj_tensor *a, double v, bool v_left) {
   if (!a) return NULL;
   uj_session *s = a->s;
@@ -101,6 +123,7 @@ uj_tensor *uj_tensor_binary_scalar(uj_binop op, uj_tensor *a, double v, bool v_l
     return tensor_wrap(s, "pow", pow_int(s, dt_is_bool(x->dtype) ? node_cast(s, x, UJ_INT32) : x, (int64_t)v));
   if (!dt_is_float(x->dtype) && !integral) x = node_cast(s, x, UJ_FLOAT32);
   else if (dt_is_bool(x->dtype) && !(v == 0 || v == 1) && op < UJ_BIN_AND) x = node_cast(s, x, UJ_INT32);
+  if (dt_is_int(x->dtype) && !scalar_fits(x->dtype, v)) x = node_cast(s, x, scalar_dtype(x->dtype, v));
   const UOp *c = node_full(s, x->dtype, v, x->shape, x->ndim);
   return tensor_wrap(s, uj_binop_name(op), c ? binary(s, op, v_left ? c : x, v_left ? x : c) : NULL);
 }

@@ -97,7 +97,10 @@ bool node_check_span(uj_session *s, const char *op, const int64_t *shape, unsign
   char a[160];
   int64_t span = shape_span(shape, ndim);
   if (span >= 0 && span <= SHAPE_MAX_SPAN) return true;
-  tensor_fail(s, op, "shape %s is too large: its sizes, a 0 counted as 1, multiply past 2^52 (inside the op)", shape_str(shape, ndim, a, sizeof a));
+  shape_str(shape, ndim, a, sizeof a);
+  for (unsigned k = 0; k < ndim; k++)
+    if (shape[k] < 0) return tensor_fail(s, op, "shape %s: axis %u has negative size %lld", a, k, (long long)shape[k]), false;
+  tensor_fail(s, op, "shape %s is too large: its sizes, a 0 counted as 1, multiply past 2^52 (inside the op)", a);
   return false;
 }
 

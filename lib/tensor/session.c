@@ -69,6 +69,8 @@ bool tensor_check_shape(uj_session *s, const char *op, const int64_t *shape, uns
   if (span >= 0 && span <= s->max_elements) return true;
   limit_str(s->max_elements, lim, sizeof lim);
   shape_str(shape, ndim, a, sizeof a);
+  for (unsigned k = 0; k < ndim; k++)
+    if (shape[k] < 0) return tensor_fail(s, op, "shape %s: axis %u has negative size %lld", a, k, (long long)shape[k]), false;
   if (shape_numel(shape, ndim) == 0) /* (0, 2^62): no elements, but its strides would overflow */
     tensor_fail(s, op, "shape %s is too large: its sizes, a 0 counted as 1, multiply past %s", a, lim);
   else

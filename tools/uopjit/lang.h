@@ -239,6 +239,11 @@ bool arg_shape(Call *c, const Value *vals, size_t n, int64_t *shape, unsigned *n
 bool arg_pair(Call *c, const Value *v, const char *what, int64_t out[2]);
 /* None (every axis: *n = 0), an int or a list of ints. */
 bool arg_axes(Call *c, const Value *v, int *axes, unsigned *n);
+/* One axis (what names it); an int past C int's range is an error, not
+ * an axis it wraps to. */
+bool arg_axis(Call *c, const Value *v, const char *what, int *axis);
+/* n ints as axes, the same rule. */
+bool arg_narrow_axes(Call *c, const int64_t *wide, unsigned n, int *axes);
 /* Returns t in out, or the session's error when t is NULL. */
 bool call_return(Call *c, uj_tensor *t, Value *out);
 /* The name of a dtype ("float32"). */

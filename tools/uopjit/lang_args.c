@@ -10,6 +10,7 @@
  * not a string`. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,13 +167,24 @@ bool arg_pair(Call *c, const Value *v, const char *what, int64_t out[2]) {
   return arg_ints(c, v, what, out, 2, &n);
 }
 
+bool arg_narrow_axes(Call *c, const int64_t *wide, unsigned n, int *axes) {
+  for (unsigned k = 0; k < n; k++) {
+    if (wide[k] < INT_MIN || wide[k] > INT_MAX) return call_error(c, "axis %lld is out of range", (long long)wide[k]);
+    axes[k] = (int)wide[k];
+  }
+  return true;
+}
+
+bool arg_axis(Call *c, const Value *v, const char *what, int *axis) {
+  int64_t wide = 0;
+  return arg_int(c, v, what, &wide) && arg_narrow_axes(c, &wide, 1, axis);
+}
+
 bool arg_axes(Call *c, const Value *v, int *axes, unsigned *n) {
   int64_t wide[UJ_MAX_DIMS];
   *n = 0;
   if (!v || v->kind == V_NONE) return true;
-  if (!arg_ints(c, v, "axis", wide, UJ_MAX_DIMS, n)) return false;
-  for (unsigned k = 0; k < *n; k++) axes[k] = (int)(wide[k] < -64 ? -64 : wide[k] > 64 ? 64 : wide[k]);
-  return true;
+  return arg_ints(c, v, "axis", wide, UJ_MAX_DIMS, n) && arg_narrow_axes(c, wide, *n, axes);
 }
 
 bool call_return(Call *c, uj_tensor *t, Value *out) {

@@ -8,7 +8,6 @@
  * bool; `dtype="..."` overrides. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,16 +269,16 @@ static bool f_pool(Call *c, const Callable *f, Value *out) {
 static bool f_join(Call *c, const Callable *f, Value *out) {
   const Value *items = c->pos;
   size_t n = c->npos;
-  int64_t axis = 0;
+  int axis = 0;
   if (n == 1 && (items[0].kind == V_LIST || items[0].kind == V_TUPLE)) n = items[0].n, items = items[0].items;
   if (n == 0) return call_error(c, "give at least one tensor");
-  if (c->arg[0] && !arg_int(c, c->arg[0], "axis", &axis)) return false;
+  if (c->arg[0] && !arg_axis(c, c->arg[0], "axis", &axis)) return false;
   uj_tensor **ts = calloc(n, sizeof *ts);
   if (!ts) return call_error(c, "out of memory");
   bool ok = true;
   for (size_t k = 0; ok && k < n; k++) ok = arg_tensor(c, &items[k], "each item", &ts[k]);
   uj_tensor *r = NULL;
-  if (ok) r = f->code ? uj_tensor_stack(ts, (unsigned)n, (int)axis) : uj_tensor_cat(ts, (unsigned)n, (int)axis);
+  if (ok) r = f->code ? uj_tensor_stack(ts, (unsigned)n, axis) : uj_tensor_cat(ts, (unsigned)n, axis);
   free(ts);
   return ok && call_return(c, r, out);
 }

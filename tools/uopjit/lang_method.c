@@ -33,9 +33,7 @@ static bool m_expand(Call *c, const Callable *f, Value *out) {
 /* Axes from star arguments (permute) or one argument (flip). */
 static bool m_axes(Call *c, const Value *v, size_t n, int *axes, unsigned *count) {
   int64_t wide[UJ_MAX_DIMS];
-  if (!arg_shape(c, v, n, wide, count)) return false;
-  for (unsigned k = 0; k < *count; k++) axes[k] = (int)(wide[k] < -64 ? -64 : wide[k] > 64 ? 64 : wide[k]);
-  return true;
+  return arg_shape(c, v, n, wide, count) && arg_narrow_axes(c, wide, *count, axes);
 }
 
 static bool m_permute(Call *c, const Callable *f, Value *out) {
@@ -59,11 +57,11 @@ static bool m_reverse(Call *c, Value *out) {
 
 /* transpose(): every axis reversed, as .T; transpose(a0, a1): two swapped. */
 static bool m_transpose(Call *c, const Callable *f, Value *out) {
-  int64_t a0, a1;
+  int a0, a1;
   if (!c->arg[0] && !c->arg[1]) return m_reverse(c, out);
   if (!c->arg[0] || !c->arg[1]) return call_error(c, "give two axes, or none to reverse them all");
-  return arg_int(c, c->arg[0], "axis0", &a0) && arg_int(c, c->arg[1], "axis1", &a1) &&
-         call_return(c, uj_tensor_transpose(self_of(c), (int)a0, (int)a1), out);
+  return arg_axis(c, c->arg[0], "axis0", &a0) && arg_axis(c, c->arg[1], "axis1", &a1) &&
+         call_return(c, uj_tensor_transpose(self_of(c), a0, a1), out);
 }
 
 /* One (lo, hi) pair per axis, None for an axis left alone: (0, 0) for
@@ -103,10 +101,10 @@ static bool m_reduce(Call *c, const Callable *f, Value *out) {
 }
 
 static bool m_softmax(Call *c, const Callable *f, Value *out) {
-  int64_t axis = -1;
-  if (c->arg[0] && !arg_int(c, c->arg[0], "axis", &axis)) return false;
+  int axis = -1;
+  if (c->arg[0] && !arg_axis(c, c->arg[0], "axis", &axis)) return false;
   uj_tensor *t = self_of(c);
-  return call_return(c, f->code ? uj_tensor_log_softmax(t, (int)axis) : uj_tensor_softmax(t, (int)axis), out);
+  return call_return(c, f->code ? uj_tensor_log_softmax(t, axis) : uj_tensor_softmax(t, axis), out);
 }
 
 /* ---- the rest ---- */
@@ -117,10 +115,10 @@ static bool m_cast(Call *c, const Callable *f, Value *out) {
 }
 
 static bool m_gather(Call *c, const Callable *f, Value *out) {
-  int64_t axis;
+  int axis;
   uj_tensor *index;
-  return arg_int(c, c->arg[0], "axis", &axis) && arg_tensor(c, c->arg[1], "index", &index) &&
-         call_return(c, uj_tensor_gather(self_of(c), (int)axis, index), out);
+  return arg_axis(c, c->arg[0], "axis", &axis) && arg_tensor(c, c->arg[1], "index", &index) &&
+         call_return(c, uj_tensor_gather(self_of(c), axis, index), out);
 }
 
 static bool m_matmul(Call *c, const Callable *f, Value *out) {
