@@ -434,7 +434,7 @@ uj_cli_test(lang_err_argmax_empty ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: 
   -- ${T} -c "zeros(0).argmax()")
 uj_cli_test(lang_err_groups ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: conv2d: groups must be at least 1, not 0$"
   -- ${T} -c "conv2d(ones(1, 2, 4, 4), ones(2, 2, 3, 3), groups=0)")
-uj_cli_test(lang_err_axis_wrap ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:11: transpose: axis 4294967296 is out of range$"
+uj_cli_test(lang_err_axis_wrap ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:12: transpose: axis 4294967296 is out of range$"
   -- ${T} -c "ones(2, 3).transpose(2**32, 1)") # not axis 0, which (int) 2^32 is
 uj_cli_test(lang_err_axis_wrap_cat ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: cat: axis -4294967296 is out of range$"
   -- ${T} -c "cat(ones(2), ones(2), axis=-2**32)")
