@@ -439,6 +439,8 @@ uj_cli_test(lang_err_axis_wrap ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:12: tra
 uj_cli_test(lang_err_axis_wrap_cat ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: cat: axis -4294967296 is out of range$"
   -- ${T} -c "cat(ones(2), ones(2), axis=-2**32)")
 uj_cli_test(lang_scalar_fits --stdout "tensor(shape=(2,), dtype=int16)\n[301 302]" -- ${T} -c "tensor([1, 2]).cast('int8') + 300")
+uj_cli_test(lang_pow_huge_exponent --stdout "1\n-1\n-9223372036854775808" --stderr-empty -- ${T} -c "1**2**62\n(-1)**(2**62+1)\n(-2)**63")
+uj_cli_test(lang_err_pow_overflow ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:2: integer overflow$" -- ${T} -c "3**40")
 uj_cli_test(err_shape_too_large ${ONE_ERROR} --stderr-re "EXPAND of shape \\(4294967296, 4294967296\\): too large"
   -- ${T} --uops -c "(EXPAND 4294967296 4294967296 (RESHAPE 1 1 (CONST:int8 1)))")
 

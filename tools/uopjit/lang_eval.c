@@ -60,10 +60,16 @@ static bool number_error(Lang *L, const Node *n, const char *msg) {
   return false;
 }
 
+/* base ** exp (exp >= 0) by squaring: 64 steps at most, whatever exp
+ * (1 ** 2**62 is 1 at once); overflow is an error. */
 static bool number_int_pow(Lang *L, const Node *n, int64_t base, int64_t exp, int64_t *out) {
   int64_t r = 1;
-  for (; exp > 0; exp--)
-    if (__builtin_mul_overflow(r, base, &r)) return number_error(L, n, "integer overflow");
+  if (base == 0 || base == 1) return *out = exp == 0 ? 1 : base, true;
+  if (base == -1) return *out = exp % 2 ? -1 : 1, true;
+  for (; exp > 0; exp >>= 1) {
+    if ((exp & 1) && __builtin_mul_overflow(r, base, &r)) return number_error(L, n, "integer overflow");
+    if (exp > 1 && __builtin_mul_overflow(base, base, &base)) return number_error(L, n, "integer overflow");
+  }
   *out = r;
   return true;
 }
