@@ -150,6 +150,7 @@ static bool eval_words(Eval *ev, const UOp *u, uint64_t *out) {
 /* The values of a and b at one point (the variables bound in ev). */
 static void check_point(Eval *ev, const UOp *a, const UOp *b, const UOp *const *na, size_t nna,
                         const UOp *const *nb, size_t nnb) {
+  if (!dt_eq(a->dtype, b->dtype)) fuzz_fail("simplify changes a value's dtype");
   uint64_t *wa = malloc(2 * a->dtype.lanes * sizeof *wa), *wb = wa + a->dtype.lanes;
   if (!wa) fuzz_fail("out of memory");
   if (eval_words(ev, a, wa)) { /* a program the evaluator refuses is not compared */
