@@ -3,7 +3,9 @@
  *
  *   main.c    options, then one of: the tensor language (a program or its
  *             prompt), print/emit an IR program, the IR prompt, run
- *   io.c      reading inputs and files, writing results (text or binary)
+ *   report.c  report(): one line on stderr
+ *   io.c      reading inputs (bounded), the prompt's lines, writing
+ *             results (text or binary) and checking that they were
  *   job.c     one program through the library: its UOps or an emitted stage
  *   repl.c    the prompt (uj> ), with :ir, :ptx, ... on the last program
  *   run.c     `uopjit run`: buffers and variables from options, uj_run, print
