@@ -4,7 +4,8 @@
  * The measure is the context's `work` (uop.h): the nodes walks visit and
  * the side-table slots they make. Each family is built at two sizes, n and
  * 2n; its work must grow at most 2.5 times (linear: 2; quadratic: 4).
- * Families: a small walk inside a big context (must cost what it visits)
+ * Families: a small walk inside a big context (must cost what it visits:
+ * the engine's walks, and a small kernel through the compiler's stages)
  * and a session of n realize steps (each step's work flat). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "rewrite/rewrite.h"
 #include "symbolic/symbolic.h"
 #include "tensor/tensor_impl.h"
+#include "uop/text.h"
 
 static bool linear(size_t at_n, size_t at_2n) { return at_n > 0 && (double)at_2n <= 2.5 * (double)at_n; }
 
@@ -24,6 +26,25 @@ static const UOp *var(Ctx *ctx, const char *name) {
 }
 
 static const UOp *keep(void *user, const UOp *u, const UOp *rebuilt) { return rebuilt; }
+
+/* out[i] = a1[i] + a2[i] + ... + an[i], i < 16: a kernel reading n buffers. */
+static const UOp *sum_kernel(Ctx *ctx, size_t n) {
+  DType f32 = dt_scalar(UJ_FLOAT32), ptr = uj_dtype_ptr(UJ_FLOAT32, 1, UJ_AS_GLOBAL), i32 = dt_scalar(UJ_INT32);
+  const UOp *bound = uop_const_int(ctx, i32, 16);
+  const UOp *r = uop_new(ctx, UJ_OP_RANGE, i32, &bound, 1, (Arg){"loop", (int64_t[]){0}, 1});
+  const UOp *acc = NULL;
+  for (size_t k = 1; k <= n; k++) {
+    const UOp *p = uop_new(ctx, UJ_OP_PARAM, ptr, NULL, 0, (Arg){NULL, (int64_t[]){(int64_t)k}, 1});
+    const UOp *at = uop_new(ctx, UJ_OP_INDEX, ptr, (const UOp *[]){p, r}, 2, arg_none());
+    const UOp *v = uop_new(ctx, UJ_OP_LOAD, f32, &at, 1, arg_none());
+    acc = acc ? uop_binary(ctx, UJ_OP_ADD, acc, v) : v;
+  }
+  const UOp *out = uop_new(ctx, UJ_OP_PARAM, ptr, NULL, 0, (Arg){NULL, (int64_t[]){0}, 1});
+  const UOp *at = uop_new(ctx, UJ_OP_INDEX, ptr, (const UOp *[]){out, r}, 2, arg_none());
+  const UOp *st = uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){at, acc}, 2, arg_none());
+  const UOp *end = uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), (const UOp *[]){r, st}, 2, arg_none());
+  return uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), &end, 1, arg_none());
+}
 
 /* 300,000 nodes made first; then each walk of a 5-node graph costs what it
  * visits (a table by node id would cost 300,000 each). */
@@ -42,6 +63,14 @@ static void test_walk_in_big_context(void) {
   CHECK(s == uop_binary(ctx, UJ_OP_MUL, x, y) && ctx->work - before < 1000, "simplify of 5 nodes: work %zu", ctx->work - before);
   before = ctx->work;
   CHECK(graph_substitute(ctx, g, keep, NULL) == g && ctx->work - before < 1000, "substitute: work %zu", ctx->work - before);
+  /* a small kernel through the compiler's stages (check, simplify, lower, render) and the printer */
+  const UOp *k = sum_kernel(ctx, 2);
+  size_t len = 0;
+  before = ctx->work;
+  char *ir = uj_emit(ctx, k, UJ_EMIT_IR, NULL, &len), *text = text_print(ctx, k);
+  CHECK(ir && text && ctx->work - before < 10000, "a kernel of %zu nodes rendered and printed: work %zu %s", uop_graph_size(ctx, k),
+        ctx->work - before, uj_error(ctx));
+  free(ir), free(text);
   uj_ctx_free(ctx);
 }
 

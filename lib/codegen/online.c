@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "codegen/online.h"
+#include "uop/nodemap.h"
 
 typedef struct Candidate {
   const UOp *max, *c; /* c: the CONST scale (NULL: 1) */
@@ -26,11 +27,14 @@ typedef struct Candidate {
 
 typedef struct Finder {
   Ctx *ctx;
+  Topo t;              /* the kernel's nodes */
   Candidate *cands;
   size_t ncands;
-  unsigned char *kind; /* by node id, in the value being checked (the enum below) */
-  const UOp **which;   /* by node id: the candidate's max a node depends on */
+  unsigned char *kind; /* by place in t, in the value being checked (the enum below) */
+  const UOp **which;   /* by place in t: the candidate's max a node depends on */
 } Finder;
+
+static size_t at(const Finder *f, const UOp *u) { return topo_at(&f->t, u); }
 
 enum { FREE, IS_M, SHIFTED, SCALED, EXP, BAD };
 
@@ -55,25 +59,39 @@ static bool is_const(const UOp *u) {
   return true;
 }
 
-/* Whether y is a term of the maximum x (x itself, or one of MAX(a, b)'s). */
-static bool is_term_of(const UOp *y, const UOp *x) {
-  if (y == x) return true;
-  return x->op == UJ_OP_MAX && (is_term_of(y, x->src[0]) || is_term_of(y, x->src[1]));
-}
-
-/* Whether lane `lane` of vector y, GEP(y, lane), is a term of the maximum x. */
-static bool lane_is_term_of(const UOp *y, int64_t lane, const UOp *x) {
-  if (x->op == UJ_OP_GEP) return x->src[0] == y && x->ints[0] == lane;
-  return x->op == UJ_OP_MAX && (lane_is_term_of(y, lane, x->src[0]) || lane_is_term_of(y, lane, x->src[1]));
+/* Whether y is a term of the maximum x: x itself, or one of MAX(a, b)'s
+ * (lane >= 0: whether GEP(y, lane) is). A walk down the MAX nodes, each
+ * once (no recursion: a chain of MAX may be deep). */
+static bool term_of(Ctx *ctx, const UOp *y, int64_t lane, const UOp *x) {
+  NodeMap seen = nodemap_make(ctx);
+  const UOp **stack = NULL;
+  size_t top = 0, cap = 0;
+  bool found = false, ok = true;
+  for (const UOp *u = x; u && !found && ok; u = top ? stack[--top] : NULL) {
+    found = lane < 0 ? u == y : u->op == UJ_OP_GEP && u->src[0] == y && u->ints[0] == lane;
+    for (uint32_t k = 0; u->op == UJ_OP_MAX && k < 2 && ok && !found; k++) {
+      size_t before = seen.count;
+      ok = nodemap_add(&seen, u->src[k]) != NODEMAP_NONE;
+      if (!ok || seen.count == before) continue;
+      if (top == cap) {
+        const UOp **grown = realloc(stack, (cap = 2 * cap + 16) * sizeof *grown);
+        if (!(ok = grown != NULL)) break;
+        stack = grown;
+      }
+      stack[top++] = u->src[k];
+    }
+  }
+  nodemap_free(&seen), free(stack);
+  return found;
 }
 
 /* Whether y is a term of max's value, or each lane of y is one (a
  * VECTORIZE of terms, or a vector whose GEPs are): then y <= the maximum
  * so far, and while that is -inf, so is y. */
-static bool is_value_of(const UOp *y, const UOp *max) {
-  if (is_term_of(y, max->src[0])) return true;
+static bool is_value_of(Ctx *ctx, const UOp *y, const UOp *max) {
+  if (term_of(ctx, y, -1, max->src[0])) return true;
   for (unsigned i = 0; y->dtype.lanes > 1 && i < y->dtype.lanes; i++)
-    if (y->op == UJ_OP_VECTORIZE ? !is_term_of(y->src[i], max->src[0]) : !lane_is_term_of(y, i, max->src[0])) return false;
+    if (y->op == UJ_OP_VECTORIZE ? !term_of(ctx, y->src[i], -1, max->src[0]) : !term_of(ctx, y, i, max->src[0])) return false;
   return y->dtype.lanes > 1;
 }
 
@@ -96,33 +114,33 @@ static unsigned char classify(Finder *f, const UOp *u, const UOp *reduce) {
   unsigned char k[3] = {FREE, FREE, FREE};
   bool dep = false;
   for (uint32_t i = 0; i < u->nsrc && i < 3; i++) {
-    k[i] = f->kind[u->src[i]->id];
+    k[i] = f->kind[at(f, u->src[i])];
     if (k[i] == FREE) continue;
-    if (m && f->which[u->src[i]->id] != m) return BAD; /* two maxima */
-    m = f->which[u->src[i]->id], dep = true;
+    if (m && f->which[at(f, u->src[i])] != m) return BAD; /* two maxima */
+    m = f->which[at(f, u->src[i])], dep = true;
   }
   for (uint32_t i = 3; i < u->nsrc; i++)
-    if (f->kind[u->src[i]->id] != FREE) {
-      if (m && f->which[u->src[i]->id] != m) return BAD;
-      m = f->which[u->src[i]->id], dep = true, k[2] = f->kind[u->src[i]->id];
+    if (f->kind[at(f, u->src[i])] != FREE) {
+      if (m && f->which[at(f, u->src[i])] != m) return BAD;
+      m = f->which[at(f, u->src[i])], dep = true, k[2] = f->kind[at(f, u->src[i])];
     }
   if (u->op == UJ_OP_REDUCE && u->nsrc > 1 && u->name && !strcmp(u->name, "MAX") && same_ranges(u, reduce) &&
       candidate(f, u)) {
-    f->which[u->id] = u;
+    f->which[at(f, u)] = u;
     return IS_M;
   }
   if (!dep) return FREE;
-  f->which[u->id] = m;
+  f->which[at(f, u)] = m;
   Candidate *c = candidate(f, m);
   switch (u->op) {
   case UJ_OP_VECTORIZE: {
-    unsigned char first = f->kind[u->src[0]->id];
+    unsigned char first = f->kind[at(f, u->src[0])];
     for (uint32_t i = 1; i < u->nsrc; i++)
-      if (f->kind[u->src[i]->id] != first) return BAD;
+      if (f->kind[at(f, u->src[i])] != first) return BAD;
     return first == IS_M || first == EXP ? first : BAD;
   }
   case UJ_OP_GEP: return k[0] == EXP ? EXP : BAD; /* a lane of exps (a chunk's, opt/lanes.c) */
-  case UJ_OP_SUB: return k[0] == FREE && k[1] == IS_M && is_value_of(u->src[0], m) ? SHIFTED : BAD;
+  case UJ_OP_SUB: return k[0] == FREE && k[1] == IS_M && is_value_of(f->ctx, u->src[0], m) ? SHIFTED : BAD;
   case UJ_OP_MUL:
     if ((k[0] == SHIFTED && is_const(u->src[1])) || (k[1] == SHIFTED && is_const(u->src[0]))) {
       const UOp *cst = scalar_const(k[0] == SHIFTED ? u->src[1] : u->src[0]);
@@ -161,38 +179,38 @@ static bool reads_candidate(Finder *f, const UOp *r, const UOp *a, bool *ok) {
 /* Checks the value of REDUCE a against every candidate it reads: a's own
  * nodes are those reached from its value without entering a REDUCE. */
 static bool check_reduce(Finder *f, const UOp *a) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(f->ctx, a->src[0], &nodes);
-  unsigned char *own = n ? calloc(f->ctx->nnodes, 1) : NULL;
-  bool ok = own != NULL;
-  if (ok) own[a->src[0]->id] = 1;
-  for (size_t i = n; ok && i-- > 0;) { /* users first */
-    const UOp *u = nodes[i];
-    if (!own[u->id]) continue;
+  Topo v;
+  bool ok = topo_make(f->ctx, a->src[0], &v);
+  unsigned char *own = ok ? calloc(v.n, 1) : NULL; /* by place in v */
+  ok = own != NULL;
+  if (ok) own[v.n - 1] = 1; /* the value */
+  for (size_t i = v.n; ok && i-- > 0;) { /* users first */
+    const UOp *u = v.nodes[i];
+    if (!own[i]) continue;
     if (u->op == UJ_OP_REDUCE) {
       if (!candidate(f, u)) reads_candidate(f, u, a, &ok);
       continue;
     }
-    for (uint32_t k = 0; k < u->nsrc; k++) own[u->src[k]->id] = 1;
+    for (uint32_t k = 0; k < u->nsrc; k++) own[topo_at(&v, u->src[k])] = 1;
   }
-  for (size_t i = 0; ok && i < n; i++) {
-    const UOp *u = nodes[i];
-    if (!own[u->id]) continue;
+  for (size_t i = 0; ok && i < v.n; i++) {
+    const UOp *u = v.nodes[i];
+    if (!own[i]) continue;
     unsigned char k = classify(f, u, a);
-    f->kind[u->id] = k;
+    f->kind[at(f, u)] = k;
     if (k == BAD) {
-      Candidate *c = candidate(f, f->which[u->id]);
+      Candidate *c = candidate(f, f->which[at(f, u)]);
       if (c) c->bad = true;
-      f->kind[u->id] = FREE; /* checked: its users see no M */
+      f->kind[at(f, u)] = FREE; /* checked: its users see no M */
     }
   }
-  unsigned char root = ok ? f->kind[a->src[0]->id] : FREE;
+  unsigned char root = ok ? f->kind[at(f, a->src[0])] : FREE;
   if (root != FREE && root != EXP) {
-    Candidate *c = candidate(f, f->which[a->src[0]->id]);
+    Candidate *c = candidate(f, f->which[at(f, a->src[0])]);
     if (c) c->bad = true;
   }
-  for (size_t i = 0; i < n; i++) f->kind[nodes[i]->id] = FREE, f->which[nodes[i]->id] = NULL;
-  free(own), free(nodes);
+  for (size_t i = 0; i < v.n; i++) f->kind[at(f, v.nodes[i])] = FREE, f->which[at(f, v.nodes[i])] = NULL;
+  free(own), topo_free(&v);
   if (!ok) ctx_set_error(f->ctx, "online: out of memory");
   return ok;
 }
@@ -203,10 +221,11 @@ static const UOp *placeholder(Ctx *ctx, DType d, int64_t slot) {
 
 bool online_find(Ctx *ctx, const UOp *kernel, OnlineMax **out, size_t *nout) {
   *out = NULL, *nout = 0;
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, kernel, &nodes);
-  if (n == 0) return false;
-  Finder f = {ctx, calloc(n, sizeof *f.cands), 0, calloc(ctx->nnodes, 1), calloc(ctx->nnodes, sizeof *f.which)};
+  Finder f = {.ctx = ctx};
+  if (!topo_make(ctx, kernel, &f.t)) return false;
+  size_t n = f.t.n;
+  const UOp *const *nodes = f.t.nodes;
+  f.cands = calloc(n, sizeof *f.cands), f.kind = calloc(n, 1), f.which = calloc(n, sizeof *f.which);
   bool ok = f.cands && f.kind && f.which;
   for (size_t i = 0; ok && i < n; i++) {
     const UOp *u = nodes[i];
@@ -230,7 +249,7 @@ bool online_find(Ctx *ctx, const UOp *kernel, OnlineMax **out, size_t *nout) {
     ok = rescale != NULL;
     list[at++] = (OnlineMax){c->max, rescale, old, now};
   }
-  free(f.cands), free(f.kind), free(f.which), free(nodes);
+  free(f.cands), free(f.kind), free(f.which), topo_free(&f.t);
   if (!ok) {
     free(list);
     return ctx_set_error(ctx, "online: out of memory"), false;

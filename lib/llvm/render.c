@@ -9,6 +9,7 @@
  * emitted in is open; when that loop closes it is forgotten, and a later
  * use emits it again (LLVM's LICM and GVN hoist and merge the copies). So
  * every use is dominated by its definition, with no analysis of our own. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include "llvm/render.h"
 #include "uop/alu.h"
+#include "uop/nodemap.h"
 
 enum { MAX_LOOPS = 64, GRID_DIMS = 3, MAX_GROUP = 32, MAX_UNROLL = 64 };
 
@@ -41,8 +43,9 @@ typedef struct State {
   const KernelSig *sig;
   LLVMValueRef fn;
   LLVMValueRef *params, *vars; /* the function's arguments by slot / var index */
-  /* by node id: value, gate (pointers), loop depth and loop serial it was
-   * emitted in, the walk that pushed it, emitted as an effect at depth 0 */
+  NodeMap num; /* the kernel's nodes and its rescales', numbered (nodemap.h) */
+  /* by number (ix): value, gate (pointers), loop depth and loop serial it
+   * was emitted in, the walk that pushed it, emitted as an effect at depth 0 */
   LLVMValueRef *val, *gate;
   uint32_t *lvl;
   uint64_t *ser, *pushed, walks, walk_id; /* walk_id: the walk in progress */
@@ -67,6 +70,13 @@ typedef struct State {
   size_t *nrescale_nodes;
 } State;
 
+/* u's number: the tables are as long as the kernel, not the context. */
+static uint32_t ix(const State *s, const UOp *u) {
+  uint32_t k = nodemap_find(&s->num, u);
+  assert(k != NODEMAP_NONE);
+  return k;
+}
+
 static bool is_effect(const UOp *u) {
   return u->op == UJ_OP_SINK || u->op == UJ_OP_END || u->op == UJ_OP_STORE;
 }
@@ -74,13 +84,13 @@ static bool is_effect(const UOp *u) {
 static uint64_t serial_at(const State *s, uint32_t lvl) { return lvl ? s->loops[lvl - 1].serial : 0; }
 
 static bool valid(const State *s, const UOp *u) {
-  uint32_t l = s->lvl[u->id];
-  return s->val[u->id] && l <= s->depth && s->ser[u->id] == serial_at(s, l);
+  uint32_t l = s->lvl[ix(s, u)];
+  return s->val[ix(s, u)] && l <= s->depth && s->ser[ix(s, u)] == serial_at(s, l);
 }
 
 static void set_value(State *s, const UOp *u, LLVMValueRef v, LLVMValueRef gate) {
-  s->val[u->id] = v, s->gate[u->id] = gate;
-  s->lvl[u->id] = s->depth, s->ser[u->id] = serial_at(s, s->depth);
+  s->val[ix(s, u)] = v, s->gate[ix(s, u)] = gate;
+  s->lvl[ix(s, u)] = s->depth, s->ser[ix(s, u)] = serial_at(s, s->depth);
 }
 
 static unsigned elem_align(DType d) { return d.scalar == UJ_BOOL ? 1 : dt_bits(d) / 8; }
@@ -97,7 +107,7 @@ static bool fail(State *s, const UOp *u, const char *msg) {
  * scalars, idx * N: LLVM's <3 x i32> would take 16 bytes, not 12. */
 static void emit_index(State *s, const UOp *u) {
   LLVMBuilderRef B = s->r.b;
-  LLVMValueRef idx = s->val[u->src[1]->id];
+  LLVMValueRef idx = s->val[ix(s, u->src[1])];
   LLVMTypeRef i64 = LLVMInt64TypeInContext(s->r.lc);
   bool sign = dt_is_signed(u->src[1]->dtype);
   DType elem = dt_base(u->dtype);
@@ -109,18 +119,18 @@ static void emit_index(State *s, const UOp *u) {
   if (i->op == UJ_OP_ADD && i->src[1]->op == UJ_OP_CONST) {
     /* e + k (codegen/offsets.h): the constant as a GEP of its own, last;
      * e alone may point outside the buffer, so neither is inbounds */
-    LLVMValueRef e = s->val[i->src[0]->id];
+    LLVMValueRef e = s->val[ix(s, i->src[0])];
     int64_t k = (int64_t)uop_const_value(i->src[1]) * elem.lanes;
     if (dt_bits(i->dtype) < 64) e = sign ? LLVMBuildSExt(B, e, i64, "") : LLVMBuildZExt(B, e, i64, "");
     if (elem.lanes > 1) e = LLVMBuildMul(B, e, LLVMConstInt(i64, elem.lanes, 0), "");
     LLVMValueRef kv = LLVMConstInt(i64, (unsigned long long)k, 1);
-    p = LLVMBuildGEPWithNoWrapFlags(B, scalar, s->val[u->src[0]->id], &e, 1, "", LLVMGEPFlagNUSW);
+    p = LLVMBuildGEPWithNoWrapFlags(B, scalar, s->val[ix(s, u->src[0])], &e, 1, "", LLVMGEPFlagNUSW);
     p = LLVMBuildGEPWithNoWrapFlags(B, scalar, p, &kv, 1, "", LLVMGEPFlagNUSW);
   } else {
-    p = LLVMBuildInBoundsGEP2(B, scalar, s->val[u->src[0]->id], &idx, 1, "");
+    p = LLVMBuildInBoundsGEP2(B, scalar, s->val[ix(s, u->src[0])], &idx, 1, "");
   }
-  LLVMValueRef g = s->gate[u->src[0]->id];
-  if (u->nsrc == 3) g = g ? LLVMBuildAnd(B, g, s->val[u->src[2]->id], "") : s->val[u->src[2]->id];
+  LLVMValueRef g = s->gate[ix(s, u->src[0])];
+  if (u->nsrc == 3) g = g ? LLVMBuildAnd(B, g, s->val[ix(s, u->src[2])], "") : s->val[ix(s, u->src[2])];
   set_value(s, u, p, g);
 }
 
@@ -133,10 +143,10 @@ static LLVMValueRef load_plain(State *s, DType d, LLVMValueRef p) {
 
 /* LOAD(ptr[, alt]): behind a branch when the pointer has a gate. */
 static void emit_load(State *s, const UOp *u) {
-  LLVMValueRef p = s->val[u->src[0]->id], g = s->gate[u->src[0]->id];
+  LLVMValueRef p = s->val[ix(s, u->src[0])], g = s->gate[ix(s, u->src[0])];
   if (!g) return set_value(s, u, load_plain(s, u->dtype, p), NULL);
   LLVMBuilderRef B = s->r.b;
-  LLVMValueRef alt = u->nsrc == 2 ? s->val[u->src[1]->id] : LLVMConstNull(render_type(&s->r, u->dtype));
+  LLVMValueRef alt = u->nsrc == 2 ? s->val[ix(s, u->src[1])] : LLVMConstNull(render_type(&s->r, u->dtype));
   LLVMBasicBlockRef from = LLVMGetInsertBlock(B);
   LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "load");
   LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "loaded");
@@ -155,7 +165,7 @@ static void emit_load(State *s, const UOp *u) {
 
 static void emit_store(State *s, const UOp *u) {
   LLVMBuilderRef B = s->r.b;
-  LLVMValueRef p = s->val[u->src[0]->id], g = s->gate[u->src[0]->id], v = s->val[u->src[1]->id];
+  LLVMValueRef p = s->val[ix(s, u->src[0])], g = s->gate[ix(s, u->src[0])], v = s->val[ix(s, u->src[1])];
   DType d = u->src[1]->dtype;
   LLVMBasicBlockRef join = NULL;
   if (d.scalar == UJ_BOOL) v = LLVMBuildZExt(B, v, render_mem_type(&s->r, d), "");
@@ -182,7 +192,7 @@ static LLVMValueRef lane_index(State *s, int64_t lane) {
 static LLVMValueRef emit_vectorize(State *s, const UOp *u) {
   LLVMValueRef v = LLVMGetPoison(render_type(&s->r, u->dtype));
   for (uint32_t i = 0; i < u->nsrc; i++)
-    v = LLVMBuildInsertElement(s->r.b, v, s->val[u->src[i]->id], lane_index(s, i), "");
+    v = LLVMBuildInsertElement(s->r.b, v, s->val[ix(s, u->src[i])], lane_index(s, i), "");
   return v;
 }
 
@@ -209,7 +219,7 @@ static unsigned reduce_group(const State *s, const UOp *u, const UOp **group) {
   group[n++] = u;
   for (size_t i = 0; i < s->nreduces && n < MAX_GROUP; i++) {
     const UOp *v = s->reduces[i];
-    bool same = v != u && v->nsrc == u->nsrc && !valid(s, v) && !s->busy[v->id];
+    bool same = v != u && v->nsrc == u->nsrc && !valid(s, v) && !s->busy[ix(s, v)];
     for (uint32_t k = 1; same && k < u->nsrc; k++) same = v->src[k] == u->src[k];
     if (same && ranges_open(s, i)) group[n++] = v;
   }
@@ -251,12 +261,12 @@ static const OnlineMax *online_of(const State *s, const UOp *u, size_t *at) {
  * at the start of a masked row); its graph emitted afresh each time. */
 static LLVMValueRef emit_rescale(State *s, size_t i, LLVMValueRef old, LLVMValueRef now) {
   const OnlineMax *o = &s->online[i];
-  for (size_t k = 0; k < s->nrescale_nodes[i]; k++) s->val[s->rescale_nodes[i][k]->id] = NULL;
+  for (size_t k = 0; k < s->nrescale_nodes[i]; k++) s->val[ix(s, s->rescale_nodes[i][k])] = NULL;
   set_value(s, o->old, old, NULL), set_value(s, o->now, now, NULL);
   if (!emit_value(s, o->rescale)) return NULL;
   LLVMValueRef same = LLVMBuildFCmp(s->r.b, LLVMRealOEQ, old, now, "");
   LLVMValueRef one = render_const(&s->r, o->max->dtype, word_from_double((uj_scalar)o->max->dtype.scalar, 1.0));
-  return LLVMBuildSelect(s->r.b, same, one, s->val[o->rescale->id], "");
+  return LLVMBuildSelect(s->r.b, same, one, s->val[ix(s, o->rescale)], "");
 }
 
 /* Whether every RANGE of REDUCE u has a bound above 0 (its loops ran);
@@ -265,7 +275,7 @@ static LLVMValueRef loops_ran(State *s, const UOp *u) {
   LLVMValueRef ran = LLVMConstInt(LLVMInt1TypeInContext(s->r.lc), 1, 0);
   for (uint32_t k = 1; k < u->nsrc; k++) {
     const UOp *r = u->src[k];
-    LLVMValueRef b = s->val[r->src[0]->id];
+    LLVMValueRef b = s->val[ix(s, r->src[0])];
     LLVMValueRef more = LLVMBuildICmp(s->r.b, dt_is_signed(r->dtype) ? LLVMIntSGT : LLVMIntNE, b, LLVMConstNull(LLVMTypeOf(b)), "");
     ran = LLVMBuildAnd(s->r.b, ran, more, "");
   }
@@ -290,9 +300,9 @@ static bool group_close(State *s, const UOp *u, const UOp **group, unsigned ng, 
 static bool emit_reduce(State *s, const UOp *u) {
   const UOp *group[MAX_GROUP];
   unsigned ng = reduce_group(s, u, group), n = u->nsrc - 1, first = s->depth;
-  for (unsigned g = 0; g < ng; g++) s->busy[group[g]->id] = 1; /* the shadows computed first do not take them */
+  for (unsigned g = 0; g < ng; g++) s->busy[ix(s, group[g])] = 1; /* the shadows computed first do not take them */
   bool ok = emit_group(s, u, group, ng, n, first);
-  for (unsigned g = 0; g < ng; g++) s->busy[group[g]->id] = 0;
+  for (unsigned g = 0; g < ng; g++) s->busy[ix(s, group[g])] = 0;
   return ok;
 }
 
@@ -303,7 +313,7 @@ static bool group_step(State *s, const UOp **group, unsigned ng, const Op *op, c
   for (unsigned g = 0; g < ng; g++) { /* maxima so far first: the others read them */
     if (online[g] < 0) continue;
     if (!emit_value(s, group[g]->src[0])) return false;
-    next[g] = render_accumulate(&s->r, group[g], op[g], acc[g], s->val[group[g]->src[0]->id], NULL);
+    next[g] = render_accumulate(&s->r, group[g], op[g], acc[g], s->val[ix(s, group[g]->src[0])], NULL);
     scale[g] = emit_rescale(s, (size_t)online[g], acc[g], next[g]);
     if (!scale[g]) return false;
     empty[g] = LLVMBuildFCmp(s->r.b, LLVMRealOEQ, next[g], render_const(&s->r, group[g]->dtype,
@@ -320,8 +330,8 @@ static bool group_step(State *s, const UOp **group, unsigned ng, const Op *op, c
       a = LLVMBuildFMul(s->r.b, a, group[g]->dtype.lanes > 1 ? splat(s, group[g]->dtype, f) : f, "");
     }
     bool product = reduce_fused_product(group[g]) != NULL; /* fused (docs/semantics.md) */
-    LLVMValueRef ab[2] = {product ? s->val[x->src[0]->id] : NULL, product ? s->val[x->src[1]->id] : NULL};
-    next[g] = render_accumulate(&s->r, group[g], op[g], a, s->val[x->id], product ? ab : NULL);
+    LLVMValueRef ab[2] = {product ? s->val[ix(s, x->src[0])] : NULL, product ? s->val[ix(s, x->src[1])] : NULL};
+    next[g] = render_accumulate(&s->r, group[g], op[g], a, s->val[ix(s, x)], product ? ab : NULL);
     if (reads_max[g] >= 0) next[g] = LLVMBuildSelect(s->r.b, empty[reads_max[g]], acc[g], next[g], "");
   }
   return true;
@@ -456,20 +466,20 @@ static bool emit_node(State *s, const UOp *u) {
     if (u->nsrc == 1) return fail(s, u, "a tensor REDUCE (over axes) reaches the renderer: kernels reduce over RANGEs");
     return emit_reduce(s, u);
   case UJ_OP_GEP:
-    set_value(s, u, LLVMBuildExtractElement(s->r.b, s->val[u->src[0]->id], lane_index(s, u->ints[0]), ""), NULL);
+    set_value(s, u, LLVMBuildExtractElement(s->r.b, s->val[ix(s, u->src[0])], lane_index(s, u->ints[0]), ""), NULL);
     return true;
   default: break;
   }
   if (!op_has((Op)u->op, OPF_ALU)) return fail(s, u, "not a value op the renderer knows");
   LLVMValueRef src[3];
-  for (uint32_t i = 0; i < u->nsrc && i < 3; i++) src[i] = s->val[u->src[i]->id];
+  for (uint32_t i = 0; i < u->nsrc && i < 3; i++) src[i] = s->val[ix(s, u->src[i])];
   LLVMValueRef v = render_alu(&s->r, u, src);
   if (v) set_value(s, u, v, NULL);
   return v != NULL;
 }
 
 static bool needed(const State *s, const UOp *u) {
-  return !is_effect(u) && !valid(s, u) && s->pushed[u->id] != s->walk_id;
+  return !is_effect(u) && !valid(s, u) && s->pushed[ix(s, u)] != s->walk_id;
 }
 
 static bool walk_push(State *s, const UOp *u) {
@@ -480,7 +490,7 @@ static bool walk_push(State *s, const UOp *u) {
     s->walk = w, s->walk_cap = cap;
   }
   s->walk[s->walk_top++] = (Frame){u, 0};
-  s->pushed[u->id] = s->walk_id;
+  s->pushed[ix(s, u)] = s->walk_id;
   return true;
 }
 
@@ -587,7 +597,7 @@ static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid) {
   if (s->depth == MAX_LOOPS) return fail(s, user, "loops nest deeper than 64");
   if (!emit_value(s, range->src[0])) return false;
   LLVMBuilderRef B = s->r.b;
-  LLVMValueRef bound = s->val[range->src[0]->id];
+  LLVMValueRef bound = s->val[ix(s, range->src[0])];
   LLVMTypeRef t = render_type(&s->r, range->dtype);
   Loop *L = &s->loops[s->depth];
   *L = (Loop){.range = range, .pre = LLVMGetInsertBlock(B), .serial = ++s->serials};
@@ -637,8 +647,8 @@ static void loop_close(State *s, LLVMValueRef *acc_next) {
 
 static bool effect_start(State *s, const UOp *u, size_t *top) {
   if (s->depth == 0) { /* outside loops an effect runs once */
-    if (s->done0[u->id]) return true;
-    s->done0[u->id] = 1;
+    if (s->done0[ix(s, u)]) return true;
+    s->done0[ix(s, u)] = 1;
   }
   if (u->op == UJ_OP_SINK) {
     s->steps[(*top)++] = (Frame){u, 0};
@@ -763,7 +773,21 @@ static bool make_cpu_entry(State *s, LLVMValueRef body, const char *name) {
   return true;
 }
 
-static bool state_alloc(State *s, size_t n) {
+/* The tables, by the number of each node of the kernel (root) and of its
+ * rescales (the nodes emit_rescale forgets before each use). */
+static bool state_alloc(State *s, const UOp *root) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(s->r.ctx, root, &nodes);
+  bool ok = n > 0 && nodemap_number(&s->num, nodes, n);
+  free(nodes);
+  s->rescale_nodes = calloc(s->nonline + 1, sizeof *s->rescale_nodes);
+  s->nrescale_nodes = calloc(s->nonline + 1, sizeof *s->nrescale_nodes);
+  ok = ok && s->rescale_nodes && s->nrescale_nodes;
+  for (size_t i = 0; ok && i < s->nonline; i++) {
+    ok = (s->nrescale_nodes[i] = uop_toposort(s->r.ctx, s->online[i].rescale, &s->rescale_nodes[i])) > 0;
+    for (size_t k = 0; ok && k < s->nrescale_nodes[i]; k++) ok = nodemap_add(&s->num, s->rescale_nodes[i][k]) != NODEMAP_NONE;
+  }
+  n = s->num.count;
   s->val = calloc(n, sizeof *s->val), s->gate = calloc(n, sizeof *s->gate);
   s->lvl = calloc(n, sizeof *s->lvl), s->ser = calloc(n, sizeof *s->ser);
   s->pushed = calloc(n, sizeof *s->pushed), s->done0 = calloc(n, 1), s->busy = calloc(n, 1);
@@ -771,11 +795,6 @@ static bool state_alloc(State *s, size_t n) {
   size_t na = s->sig->nparams + s->sig->nvars + 1;
   s->params = calloc(na, sizeof *s->params);
   s->vars = s->params + s->sig->nparams;
-  s->rescale_nodes = calloc(s->nonline + 1, sizeof *s->rescale_nodes);
-  s->nrescale_nodes = calloc(s->nonline + 1, sizeof *s->nrescale_nodes);
-  bool ok = s->rescale_nodes && s->nrescale_nodes;
-  for (size_t i = 0; ok && i < s->nonline; i++) /* the nodes emit_rescale forgets before each use */
-    ok = (s->nrescale_nodes[i] = uop_toposort(s->r.ctx, s->online[i].rescale, &s->rescale_nodes[i])) > 0;
   return ok && s->val && s->gate && s->lvl && s->ser && s->pushed && s->done0 && s->busy && s->steps && s->params;
 }
 
@@ -785,6 +804,7 @@ static void state_free(State *s) {
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
   for (size_t i = 0; s->rescale_nodes && i < s->nonline; i++) free(s->rescale_nodes[i]);
   free(s->rescale_nodes);
+  nodemap_free(&s->num);
 }
 
 static bool check_params(Ctx *ctx, const KernelSig *sig) {
@@ -902,9 +922,10 @@ static void module_setup(State *s) {
 
 LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, LLVMTargetDataRef layout, const UOp *root,
                             const KernelSig *sig, const char *name, const OnlineMax *online, size_t nonline) {
-  State s = {.r = {ctx, t, &target_hooks[t->kind], lc, NULL, NULL}, .sig = sig, .online = online, .nonline = nonline};
+  State s = {.r = {ctx, t, &target_hooks[t->kind], lc, NULL, NULL}, .sig = sig, .online = online, .nonline = nonline,
+             .num = nodemap_make(ctx)};
   if (!check_params(ctx, sig)) return NULL;
-  if (!state_alloc(&s, ctx->nnodes)) {
+  if (!state_alloc(&s, root)) {
     state_free(&s);
     ctx_set_error(ctx, "render: out of memory");
     return NULL;

@@ -4,49 +4,70 @@
 
 #include "opt/graph.h"
 #include "rewrite/rewrite.h"
+#include "uop/nodemap.h"
 
 enum { GRAPH_MAX_VECTOR = 64 };
 
+/* Sources are made before their users, so only nodes made after `node`
+ * lead to it: the walk skips the others. */
 bool opt_contains(Ctx *ctx, const UOp *x, const UOp *node) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, x, &nodes);
-  bool found = false;
-  for (size_t i = 0; i < n && !found; i++) found = nodes[i] == node;
-  free(nodes);
+  if (node->id > x->id) return false;
+  NodeMap seen = nodemap_make(ctx);
+  const UOp **stack = NULL;
+  size_t top = 0, cap = 0;
+  bool found = false, ok = nodemap_add(&seen, x) != NODEMAP_NONE;
+  for (const UOp *u = x; ok && u && !found; u = top ? stack[--top] : NULL) {
+    found = u == node;
+    ctx->work++;
+    for (uint32_t i = 0; i < u->nsrc && ok && !found; i++) {
+      const UOp *s = u->src[i];
+      if (s->id < node->id) continue;
+      size_t before = seen.count;
+      ok = nodemap_add(&seen, s) != NODEMAP_NONE;
+      if (!ok || seen.count == before) continue;
+      if (top == cap) {
+        const UOp **grown = realloc(stack, (cap = 2 * cap + 16) * sizeof *grown);
+        if (!(ok = grown != NULL)) break;
+        stack = grown;
+      }
+      stack[top++] = s;
+    }
+  }
+  nodemap_free(&seen), free(stack);
   return found;
 }
 
 bool opt_depends(Ctx *ctx, const UOp *x, const UOp *r) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, x, &nodes);
-  unsigned char *reads = n ? calloc(ctx->nnodes, 1) : NULL;
-  for (size_t i = 0; reads && i < n; i++) {
-    const UOp *u = nodes[i];
+  Topo t;
+  bool ok = topo_make(ctx, x, &t);
+  unsigned char *reads = ok ? calloc(t.n, 1) : NULL; /* by place in t */
+  for (size_t i = 0; reads && i < t.n; i++) {
+    const UOp *u = t.nodes[i];
     bool binds = false, any = u == r;
     for (uint32_t k = 1; u->op == UJ_OP_REDUCE && k < u->nsrc; k++) binds |= u->src[k] == r;
-    for (uint32_t k = 0; k < u->nsrc && !any && !binds; k++) any = reads[u->src[k]->id];
-    reads[u->id] = any && !binds;
+    for (uint32_t k = 0; k < u->nsrc && !any && !binds; k++) any = reads[topo_at(&t, u->src[k])];
+    reads[i] = any && !binds;
   }
-  bool found = reads && reads[x->id];
-  free(nodes), free(reads);
+  bool found = reads && reads[t.n - 1]; /* x, the last */
+  topo_free(&t), free(reads);
   return found;
 }
 
 /* The REDUCEs x reads outside other REDUCEs (with_nested: and inside
  * them), each once, in *out (malloc'd); their count, 0 when out of memory. */
 size_t opt_reduces_read(Ctx *ctx, const UOp *x, bool with_nested, const UOp ***out) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, x, &nodes), m = 0;
-  unsigned char *own = n ? calloc(ctx->nnodes, 1) : NULL;
-  *out = own ? malloc(n * sizeof **out) : NULL;
-  if (own) own[x->id] = 1;
-  for (size_t i = n; *out && i-- > 0;) { /* users first */
-    const UOp *u = nodes[i];
-    if (!own[u->id]) continue;
+  Topo t;
+  size_t m = 0;
+  unsigned char *own = topo_make(ctx, x, &t) ? calloc(t.n, 1) : NULL; /* by place in t */
+  *out = own ? malloc(t.n * sizeof **out) : NULL;
+  if (own) own[t.n - 1] = 1; /* x */
+  for (size_t i = t.n; *out && i-- > 0;) { /* users first */
+    const UOp *u = t.nodes[i];
+    if (!own[i]) continue;
     if (u->op == UJ_OP_REDUCE && u->nsrc > 1) (*out)[m++] = u;
-    for (uint32_t k = 0; (with_nested || u->op != UJ_OP_REDUCE) && k < u->nsrc; k++) own[u->src[k]->id] = 1;
+    for (uint32_t k = 0; (with_nested || u->op != UJ_OP_REDUCE) && k < u->nsrc; k++) own[topo_at(&t, u->src[k])] = 1;
   }
-  free(own), free(nodes);
+  free(own), topo_free(&t);
   return m;
 }
 

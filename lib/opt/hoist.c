@@ -23,6 +23,7 @@
 
 #include "opt/graph.h"
 #include "opt/opt.h"
+#include "uop/nodemap.h"
 
 enum { HOIST_MAX = 16, HOIST_MAX_LOOPS = 16, HOIST_MAX_RANGES = 16 };
 
@@ -36,26 +37,30 @@ typedef struct Hoist {
  * the value); their count. -1 when value reads a REDUCE that depends on j
  * or has more than HOIST_MAX parts; -2 (error set) when out of memory. */
 static int find_parts(Ctx *ctx, const UOp *value, const UOp *j, const UOp **out) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, value, &nodes);
-  unsigned char *dep = n ? calloc(ctx->nnodes, 1) : NULL, *holds = n ? calloc(ctx->nnodes, 1) : NULL;
-  unsigned char *part = n ? calloc(ctx->nnodes, 1) : NULL;
+  Topo t;
+  bool ok = topo_make(ctx, value, &t);
+  size_t n = t.n;
+  unsigned char *dep = ok ? calloc(n, 1) : NULL, *holds = ok ? calloc(n, 1) : NULL; /* by place in t */
+  unsigned char *part = ok ? calloc(n, 1) : NULL;
   int m = dep && holds && part ? 0 : -2;
   for (size_t i = 0; m >= 0 && i < n; i++) {
-    const UOp *u = nodes[i];
+    const UOp *u = t.nodes[i];
     bool d = u == j, h = u->op == UJ_OP_REDUCE;
-    for (uint32_t k = 0; k < u->nsrc; k++) d |= dep[u->src[k]->id], h |= holds[u->src[k]->id];
-    dep[u->id] = d, holds[u->id] = h;
+    for (uint32_t k = 0; k < u->nsrc; k++) {
+      uint32_t at = topo_at(&t, u->src[k]);
+      d |= dep[at], h |= holds[at];
+    }
+    dep[i] = d, holds[i] = h;
     if (d && u->op == UJ_OP_REDUCE) m = -1;
     for (uint32_t k = 0; d && k < u->nsrc; k++) {
-      const UOp *x = u->src[k];
-      if (!dep[x->id] && holds[x->id]) part[x->id] = !dt_is_ptr(x->dtype); /* a pointer's LOAD depends on j too */
+      uint32_t at = topo_at(&t, u->src[k]);
+      if (!dep[at] && holds[at]) part[at] = !dt_is_ptr(u->src[k]->dtype); /* a pointer's LOAD depends on j too */
     }
   }
-  if (m >= 0 && !dep[value->id] && holds[value->id]) part[value->id] = 1;
+  if (m >= 0 && !dep[n - 1] && holds[n - 1]) part[n - 1] = 1; /* value, the last */
   for (size_t i = 0; m >= 0 && i < n; i++)
-    if (part[nodes[i]->id]) m = m < HOIST_MAX ? (out[m] = nodes[i], m + 1) : -1;
-  free(nodes), free(dep), free(holds), free(part);
+    if (part[i]) m = m < HOIST_MAX ? (out[m] = t.nodes[i], m + 1) : -1;
+  topo_free(&t), free(dep), free(holds), free(part);
   if (m == -2) ctx_set_error(ctx, "opt_hoist: out of memory");
   return m;
 }

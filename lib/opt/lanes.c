@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "opt/graph.h"
+#include "uop/nodemap.h"
 #include "opt/lanes.h"
 #include "rewrite/rewrite.h"
 #include "uop/alu.h"
@@ -122,12 +123,16 @@ static bool order_free(const UOp *reduce) {
   return op == UJ_OP_MAX || (!dt_is_float(reduce->dtype) && (op == UJ_OP_ADD || op == UJ_OP_MUL));
 }
 
-/* Whether idx is r + (something without r). */
+/* Whether idx is r + (something without r): down the ADDs, each time
+ * into the one source that reads r (a loop: an index may be deep). */
 static bool unit_stride(Ctx *ctx, const UOp *idx, const UOp *r) {
-  if (idx == r) return true;
-  if (idx->op != UJ_OP_ADD || idx->nsrc != 2) return false;
-  return (unit_stride(ctx, idx->src[0], r) && !opt_contains(ctx, idx->src[1], r)) ||
-         (unit_stride(ctx, idx->src[1], r) && !opt_contains(ctx, idx->src[0], r));
+  while (idx != r) {
+    if (idx->op != UJ_OP_ADD || idx->nsrc != 2) return false;
+    bool left = opt_contains(ctx, idx->src[0], r), right = opt_contains(ctx, idx->src[1], r);
+    if (left == right) return false;
+    idx = left ? idx->src[0] : idx->src[1];
+  }
+  return true;
 }
 
 /* Whether x loads along r, every such load ungated and from consecutive
@@ -170,32 +175,36 @@ static const UOp *split_order_free(Ctx *ctx, const UOp *root) {
 }
 
 typedef struct Shadows {
-  unsigned char *of; /* by node id, below n (find_shadows) */
-  size_t n;
+  Topo t;            /* the kernel's nodes */
+  unsigned char *of; /* by place in t (find_shadows) */
 } Shadows;
+
+static bool is_shadow(const Shadows *sh, const UOp *u) {
+  uint32_t at = topo_at(&sh->t, u);
+  return at != NODEMAP_NONE && sh->of[at];
+}
 
 static const UOp *rw_lanes(Rewriter *rw, const UOp *root, const Binds *m) {
   (void)m;
   const Shadows *sh = rw->user;
-  if (root->dtype.lanes != 1 || root->nsrc < 2 || (root->id < sh->n && sh->of[root->id])) return NULL;
+  if (root->dtype.lanes != 1 || root->nsrc < 2 || is_shadow(sh, root)) return NULL;
   const UOp *nested = split_nested(rw->ctx, root);
   return nested ? nested : split_order_free(rw->ctx, root);
 }
 
 /* Whether x reads a GEP outside the REDUCEs in it. */
 static bool reads_gep(Ctx *ctx, const UOp *x) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, x, &nodes);
-  unsigned char *own = n ? calloc(ctx->nnodes, 1) : NULL;
+  Topo t;
+  unsigned char *own = topo_make(ctx, x, &t) ? calloc(t.n, 1) : NULL; /* by place in t */
   bool found = false;
-  if (own) own[x->id] = 1;
-  for (size_t i = n; own && i-- > 0 && !found;) { /* users first */
-    const UOp *u = nodes[i];
-    if (!own[u->id]) continue;
+  if (own) own[t.n - 1] = 1; /* x */
+  for (size_t i = t.n; own && i-- > 0 && !found;) { /* users first */
+    const UOp *u = t.nodes[i];
+    if (!own[i]) continue;
     found = u->op == UJ_OP_GEP;
-    for (uint32_t k = 0; u->op != UJ_OP_REDUCE && k < u->nsrc; k++) own[u->src[k]->id] = 1;
+    for (uint32_t k = 0; u->op != UJ_OP_REDUCE && k < u->nsrc; k++) own[topo_at(&t, u->src[k])] = 1;
   }
-  free(own), free(nodes);
+  free(own), topo_free(&t);
   return found;
 }
 
@@ -235,35 +244,33 @@ static const Rule lane_rules[] = {
      rw_lift_gep}, // op(GEP(V, u), s) -> GEP(op(V, s in every lane), u)
 };
 
-/* By node id: a REDUCE another REDUCE's value reads (not inside a third)
- * that binds one of its RANGEs again (shadow.c), and that reader: both
- * keep their one loop, run as one (online softmax's maximum so far and
- * its sums). */
-static unsigned char *find_shadows(Ctx *ctx, const UOp *kernel) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, kernel, &nodes);
-  unsigned char *shadow = n ? calloc(ctx->nnodes, 1) : NULL;
-  for (size_t a = 0; shadow && a < n; a++) {
-    const UOp *r = nodes[a], **read = NULL;
+/* In sh->of, by place in the kernel: a REDUCE another REDUCE's value
+ * reads (not inside a third) that binds one of its RANGEs again
+ * (shadow.c), and that reader: both keep their one loop, run as one
+ * (online softmax's maximum so far and its sums). */
+static bool find_shadows(Ctx *ctx, const UOp *kernel, Shadows *sh) {
+  sh->of = topo_make(ctx, kernel, &sh->t) ? calloc(sh->t.n, 1) : NULL;
+  for (size_t a = 0; sh->of && a < sh->t.n; a++) {
+    const UOp *r = sh->t.nodes[a], **read = NULL;
     size_t m = r->op == UJ_OP_REDUCE && r->nsrc > 1 ? opt_reduces_read(ctx, r->src[0], false, &read) : 0;
     for (size_t x = 0; x < m; x++) {
       bool same = false;
       for (uint32_t i = 1; i < read[x]->nsrc && !same; i++)
         for (uint32_t k = 1; k < r->nsrc && !same; k++) same = read[x]->src[i] == r->src[k];
-      if (same) shadow[read[x]->id] = shadow[r->id] = 1;
+      if (same) sh->of[topo_at(&sh->t, read[x])] = sh->of[a] = 1;
     }
     free(read);
   }
-  free(nodes);
-  if (!shadow) ctx_set_error(ctx, "lanes: out of memory");
-  return shadow;
+  if (!sh->of) ctx_set_error(ctx, "lanes: out of memory");
+  return sh->of != NULL;
 }
 
 const UOp *opt_lanes(Ctx *ctx, const UOp *kernel) {
-  Shadows sh = {find_shadows(ctx, kernel), ctx->nnodes};
-  RuleSet *rs = sh.of ? ruleset_new(ctx, lane_rules, sizeof lane_rules / sizeof *lane_rules) : NULL;
+  Shadows sh = {0};
+  RuleSet *rs = find_shadows(ctx, kernel, &sh) ? ruleset_new(ctx, lane_rules, sizeof lane_rules / sizeof *lane_rules) : NULL;
   const UOp *out = rs ? graph_rewrite(ctx, kernel, rs, &sh) : NULL;
   ruleset_free(rs);
   free(sh.of);
+  topo_free(&sh.t);
   return out;
 }

@@ -16,6 +16,7 @@
  * land at once, and reading an element nothing was stored to is an error
  * (its contents are undefined). Pointer nodes evaluate to a Pointer
  * (memory, element, gate). */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 #include "uop/alu.h"
 #include "uop/eval.h"
+#include "uop/nodemap.h"
 #include "uop/spec.h"
 #include "uop/text.h"
 
@@ -76,16 +78,16 @@ struct Eval {
   /* results of the last run */
   const UOp **order; /* post-order of the graph */
   size_t norder;
-  size_t *where;   /* by node id: 1 + offset in words or ptrs; 0: none */
-  size_t nwhere;   /* ids covered by where[] */
+  NodeMap num;     /* the graph's nodes, numbered (nodemap.h): the tables below are by number */
+  size_t *where;   /* by number: 1 + offset in words or ptrs; 0: none */
   uint64_t *words; /* lanes of the value nodes */
   Pointer *ptrs;   /* pointer nodes */
-  /* by node id: depends on a RANGE; the epoch its value was computed in
+  /* by number: depends on a RANGE; the epoch its value was computed in
    * (0: never); a RANGE inside its END; an effect run outside loops */
   unsigned char *in_loop, *open, *done, *pinned; /* pinned: a shadow computed for this step (reduce_level) */
   uint64_t *stamp, epoch; /* epoch: +1 at every loop step */
   size_t depth;           /* ENDs open */
-  uint64_t *pushed, walks, walk_id; /* by id: the walk that pushed the node */
+  uint64_t *pushed, walks, walk_id; /* by number: the walk that pushed the node */
   Frame *walk;                       /* stack for computing values; walks nest */
   size_t walk_top, walk_cap;         /* (REDUCE), each above the last */
   Step *steps;            /* stack of effects */
@@ -98,6 +100,13 @@ struct Eval {
   unsigned char **allocs; /* the memory of ALLOCs in this run */
   size_t nallocs, cap_allocs;
 };
+
+/* u's number: the tables are as long as the graph run, not the context. */
+static uint32_t ix(const Eval *ev, const UOp *u) {
+  uint32_t k = nodemap_find(&ev->num, u);
+  assert(k != NODEMAP_NONE);
+  return k;
+}
 
 /* ---- errors ---- */
 
@@ -125,7 +134,7 @@ static bool fail_nomem(Eval *ev) {
 Eval *eval_new(Ctx *ctx) {
   Eval *ev = calloc(1, sizeof *ev);
   if (!ev) ctx_set_error(ctx, "eval: out of memory");
-  else ev->ctx = ctx;
+  else ev->ctx = ctx, ev->num = nodemap_make(ctx);
   return ev;
 }
 
@@ -135,9 +144,11 @@ static void results_clear(Eval *ev) {
   void *owned[] = {ev->order, ev->where, ev->words, ev->ptrs, ev->in_loop, ev->open, ev->done, ev->pinned,
                    ev->stamp, ev->pushed, ev->walk, ev->steps, ev->stores, ev->store_words, ev->written};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
+  nodemap_free(&ev->num);
   Eval keep = *ev; /* the bindings stay */
   memset(ev, 0, sizeof *ev);
   ev->ctx = keep.ctx;
+  ev->num = nodemap_make(keep.ctx);
   ev->vars = keep.vars, ev->nvars = keep.nvars, ev->cap_vars = keep.cap_vars;
   ev->mems = keep.mems, ev->nmems = keep.nmems, ev->cap_mems = keep.cap_mems;
 }
@@ -224,17 +235,14 @@ bool eval_bind_buffer(Eval *ev, const UOp *buffer, void *data, size_t bytes) {
 /* ---- phase 1: the walk, and room for the results ---- */
 
 /* Every node under root once, each after its sources, sources left to
- * right; NULL when out of memory. */
-static const UOp **post_order(const UOp *root, size_t nnodes, size_t *count) {
-  const UOp **order = malloc(nnodes * sizeof *order);
-  Frame *stack = malloc(nnodes * sizeof *stack);
-  unsigned char *seen = calloc(nnodes, 1);
-  size_t top = 0, n = 0;
-  if (order && stack && seen) {
-    stack[top++] = (Frame){root, 0};
-    seen[root->id] = 1;
-  }
-  while (top > 0) {
+ * right, numbered in ev->num as met; NULL when out of memory. */
+static const UOp **post_order(Eval *ev, const UOp *root, size_t *count) {
+  size_t top = 0, n = 0, cap = 64; /* the stack and the order hold at most the nodes met */
+  const UOp **order = malloc(cap * sizeof *order);
+  Frame *stack = malloc(cap * sizeof *stack);
+  bool ok = order && stack && nodemap_add(&ev->num, root) != NODEMAP_NONE;
+  if (ok) stack[top++] = (Frame){root, 0};
+  while (ok && top > 0) {
     Frame *f = &stack[top - 1];
     if (f->next == f->u->nsrc) {
       order[n++] = f->u;
@@ -242,10 +250,21 @@ static const UOp **post_order(const UOp *root, size_t nnodes, size_t *count) {
       continue;
     }
     const UOp *s = f->u->src[f->next++];
-    if (!seen[s->id]) seen[s->id] = 1, stack[top++] = (Frame){s, 0};
+    size_t before = ev->num.count;
+    ok = nodemap_add(&ev->num, s) != NODEMAP_NONE;
+    if (!ok || ev->num.count == before) continue;
+    if (ev->num.count > cap) {
+      cap *= 2;
+      Frame *st = realloc(stack, cap * sizeof *st);
+      const UOp **o = st ? realloc(order, cap * sizeof *o) : NULL;
+      if (st) stack = st;
+      if (o) order = o;
+      if (!(ok = o != NULL)) break;
+    }
+    stack[top++] = (Frame){s, 0};
   }
   free(stack);
-  free(seen);
+  if (!ok) n = 0;
   if (n == 0) free(order);
   *count = n;
   return n ? order : NULL;
@@ -264,8 +283,9 @@ static bool loads_alloc(const UOp *u) {
 }
 
 static bool results_alloc(Eval *ev, const UOp *root) {
-  size_t nnodes = ev->ctx->nnodes, nwords = 0, nptrs = 0;
-  ev->order = post_order(root, nnodes, &ev->norder);
+  size_t nwords = 0, nptrs = 0;
+  ev->order = post_order(ev, root, &ev->norder);
+  size_t nnodes = ev->norder ? ev->norder : 1;
   ev->where = calloc(nnodes, sizeof *ev->where);
   ev->in_loop = calloc(nnodes, 1), ev->open = calloc(nnodes, 1), ev->done = calloc(nnodes, 1);
   ev->pinned = calloc(nnodes, 1);
@@ -274,14 +294,13 @@ static bool results_alloc(Eval *ev, const UOp *root) {
   if (!ev->order || !ev->where || !ev->in_loop || !ev->open || !ev->done || !ev->pinned || !ev->stamp ||
       !ev->pushed || !ev->steps)
     return false;
-  ev->nwhere = nnodes;
   for (size_t i = 0; i < ev->norder; i++) {
     const UOp *u = ev->order[i];
-    if (dt_is_ptr(u->dtype)) ev->where[u->id] = 1 + nptrs++;
-    else if (!dt_is_void(u->dtype)) ev->where[u->id] = 1 + nwords, nwords += u->dtype.lanes;
+    if (dt_is_ptr(u->dtype)) ev->where[ix(ev, u)] = 1 + nptrs++;
+    else if (!dt_is_void(u->dtype)) ev->where[ix(ev, u)] = 1 + nwords, nwords += u->dtype.lanes;
     bool in_loop = u->op == UJ_OP_RANGE || loads_alloc(u);
-    for (uint32_t k = 0; k < u->nsrc && !in_loop; k++) in_loop = ev->in_loop[u->src[k]->id];
-    ev->in_loop[u->id] = in_loop;
+    for (uint32_t k = 0; k < u->nsrc && !in_loop; k++) in_loop = ev->in_loop[ix(ev, u->src[k])];
+    ev->in_loop[ix(ev, u)] = in_loop;
   }
   ev->words = calloc(nwords + 1, sizeof *ev->words);
   ev->ptrs = calloc(nptrs + 1, sizeof *ev->ptrs);
@@ -291,8 +310,8 @@ static bool results_alloc(Eval *ev, const UOp *root) {
 
 /* The words of a value node, the Pointer of a pointer node: both reached
  * (the walk puts sources first). */
-static uint64_t *words_of(const Eval *ev, const UOp *u) { return ev->words + ev->where[u->id] - 1; }
-static Pointer *pointer_of(const Eval *ev, const UOp *u) { return ev->ptrs + ev->where[u->id] - 1; }
+static uint64_t *words_of(const Eval *ev, const UOp *u) { return ev->words + ev->where[ix(ev, u)] - 1; }
+static Pointer *pointer_of(const Eval *ev, const UOp *u) { return ev->ptrs + ev->where[ix(ev, u)] - 1; }
 
 /* ---- phase 2: one node ---- */
 
@@ -438,7 +457,7 @@ static bool eval_store(Eval *ev, const UOp *u) {
 
 /* RANGE: the value its END gives it in this step of the loop. */
 static bool eval_range(Eval *ev, const UOp *u) {
-  if (!ev->open[u->id]) return fail(ev, u, "RANGE is used outside its END");
+  if (!ev->open[ix(ev, u)]) return fail(ev, u, "RANGE is used outside its END");
   return true; /* the END wrote the value */
 }
 
@@ -490,16 +509,16 @@ static bool eval_node(Eval *ev, const UOp *u) {
 static bool is_effect(const UOp *u) { return u->op == UJ_OP_SINK || u->op == UJ_OP_END || u->op == UJ_OP_STORE; }
 
 static bool value_ready(const Eval *ev, const UOp *u) {
-  uint64_t stamp = ev->stamp[u->id];
-  if (ev->pinned[u->id]) return true;
-  return ev->in_loop[u->id] ? stamp == ev->epoch : stamp != 0;
+  uint64_t stamp = ev->stamp[ix(ev, u)];
+  if (ev->pinned[ix(ev, u)]) return true;
+  return ev->in_loop[ix(ev, u)] ? stamp == ev->epoch : stamp != 0;
 }
 
 /* Needs computing now: a value, not ready, not an open RANGE (its END set
  * it), not pushed in this walk. */
 static bool value_needed(const Eval *ev, const UOp *u) {
-  return !is_effect(u) && !value_ready(ev, u) && !(u->op == UJ_OP_RANGE && ev->open[u->id]) &&
-         ev->pushed[u->id] != ev->walk_id;
+  return !is_effect(u) && !value_ready(ev, u) && !(u->op == UJ_OP_RANGE && ev->open[ix(ev, u)]) &&
+         ev->pushed[ix(ev, u)] != ev->walk_id;
 }
 
 static bool walk_push(Eval *ev, const UOp *u) {
@@ -510,7 +529,7 @@ static bool walk_push(Eval *ev, const UOp *u) {
     ev->walk = w, ev->walk_cap = cap;
   }
   ev->walk[ev->walk_top++] = (Frame){u, 0};
-  ev->pushed[u->id] = ev->walk_id;
+  ev->pushed[ix(ev, u)] = ev->walk_id;
   return true;
 }
 
@@ -533,7 +552,7 @@ static bool eval_value_node(Eval *ev, const UOp *u) {
     const UOp *v = f->u;
     ev->walk_top--;
     ok = eval_node(ev, v);
-    if (ok) ev->stamp[v->id] = ev->epoch;
+    if (ok) ev->stamp[ix(ev, v)] = ev->epoch;
   }
   ev->walk_top = base, ev->walk_id = outer;
   return ok;
@@ -550,7 +569,7 @@ static bool find_shadows(Eval *ev, const UOp *u, const UOp ***out, size_t *n) {
   size_t top = 0, cap = 0, nfound = 0, capf = 0;
   uint64_t mark = ++ev->walks; /* pushed[] as a seen set: no walk has this id */
   bool ok = (stack = grow(stack, top, &cap, sizeof *stack)) != NULL;
-  if (ok) stack[top++] = u->src[0], ev->pushed[u->src[0]->id] = mark;
+  if (ok) stack[top++] = u->src[0], ev->pushed[ix(ev, u->src[0])] = mark;
   while (ok && top > 0) {
     const UOp *x = stack[--top];
     bool shadow = false;
@@ -558,8 +577,8 @@ static bool find_shadows(Eval *ev, const UOp *u, const UOp ***out, size_t *n) {
       for (uint32_t k = 1; k < u->nsrc && !shadow; k++) shadow = x->src[i] == u->src[k];
     if (shadow && (ok = (found = grow(found, nfound, &capf, sizeof *found)) != NULL)) found[nfound++] = x;
     for (uint32_t i = 0; ok && x->op != UJ_OP_REDUCE && i < x->nsrc; i++) {
-      if (ev->pushed[x->src[i]->id] == mark) continue;
-      ev->pushed[x->src[i]->id] = mark;
+      if (ev->pushed[ix(ev, x->src[i])] == mark) continue;
+      ev->pushed[ix(ev, x->src[i])] = mark;
       if ((ok = (stack = grow(stack, top, &cap, sizeof *stack)) != NULL)) stack[top++] = x->src[i];
     }
   }
@@ -582,9 +601,9 @@ static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *ac
   if (k == u->nsrc) {
     for (size_t i = 0; i < nshadows; i++)
       if (!eval_value_node(ev, shadows[i])) return false;
-    for (size_t i = 0; i < nshadows; i++) ev->pinned[shadows[i]->id]++;
+    for (size_t i = 0; i < nshadows; i++) ev->pinned[ix(ev, shadows[i])]++;
     bool ok = eval_value_node(ev, u->src[0]);
-    for (size_t i = 0; i < nshadows; i++) ev->pinned[shadows[i]->id]--;
+    for (size_t i = 0; i < nshadows; i++) ev->pinned[ix(ev, shadows[i])]--;
     if (!ok) return false;
     const UOp *x = u->src[0];
     const uint64_t *v = words_of(ev, x);
@@ -600,16 +619,16 @@ static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *ac
   if (!eval_value_node(ev, r->src[0])) return false;
   uint64_t w = words_of(ev, r->src[0])[0], outer = words_of(ev, r)[0];
   int64_t trip = !dt_is_signed(r->dtype) && w > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)w;
-  if (ev->open[r->id] == 1) return fail(ev, u, "its RANGE is already open (inside its own loop)");
-  bool ok = true, shadow = ev->open[r->id] == 2; /* bound by an outer REDUCE */
-  if (!shadow) ev->open[r->id] = 2, ev->depth++;
+  if (ev->open[ix(ev, r)] == 1) return fail(ev, u, "its RANGE is already open (inside its own loop)");
+  bool ok = true, shadow = ev->open[ix(ev, r)] == 2; /* bound by an outer REDUCE */
+  if (!shadow) ev->open[ix(ev, r)] = 2, ev->depth++;
   for (int64_t i = 0; ok && i < trip; i++) {
     words_of(ev, r)[0] = word_from_int((uj_scalar)r->dtype.scalar, i);
-    ev->stamp[r->id] = ++ev->epoch;
+    ev->stamp[ix(ev, r)] = ++ev->epoch;
     ok = reduce_level(ev, u, op, k + 1, acc, shadows, nshadows);
   }
   if (shadow) words_of(ev, r)[0] = outer;
-  else ev->open[r->id] = 0, ev->depth--;
+  else ev->open[ix(ev, r)] = 0, ev->depth--;
   ev->epoch++; /* the body's values are stale */
   return ok;
 }
@@ -635,29 +654,29 @@ static void loop_step(Eval *ev, Step *st) {
   const UOp *r = st->u->src[0];
   words_of(ev, r)[0] = word_from_int((uj_scalar)r->dtype.scalar, st->iter);
   ev->epoch++;
-  ev->stamp[r->id] = ev->epoch; /* computed: eval_value gives it */
+  ev->stamp[ix(ev, r)] = ev->epoch; /* computed: eval_value gives it */
   st->next = 1;
 }
 
 /* Starts END's loop: false on error; *runs false when the bound is <= 0. */
 static bool loop_begin(Eval *ev, Step *st, bool *runs) {
   const UOp *r = st->u->src[0];
-  if (ev->open[r->id]) return fail(ev, st->u, "its RANGE is already open (an END inside itself)");
+  if (ev->open[ix(ev, r)]) return fail(ev, st->u, "its RANGE is already open (an END inside itself)");
   if (!eval_value_node(ev, r->src[0])) return false;
   uint64_t w = words_of(ev, r->src[0])[0];
   bool big = !dt_is_signed(r->dtype) && w > (uint64_t)INT64_MAX;
   st->trip = big ? INT64_MAX : (int64_t)w;
   st->iter = 0;
   *runs = st->trip > 0;
-  if (*runs) ev->open[r->id] = 1, ev->depth++, loop_step(ev, st);
+  if (*runs) ev->open[ix(ev, r)] = 1, ev->depth++, loop_step(ev, st);
   return true;
 }
 
 /* Runs one effect or value node met among effects; pushes END/SINK frames. */
 static bool step_start(Eval *ev, const UOp *u, size_t *top) {
   if (ev->depth == 0) { /* outside loops an effect runs once */
-    if (ev->done[u->id]) return true;
-    ev->done[u->id] = 1;
+    if (ev->done[ix(ev, u)]) return true;
+    ev->done[ix(ev, u)] = 1;
   }
   if (u->op == UJ_OP_SINK) {
     ev->steps[(*top)++] = (Step){u, 0, 0, 0};
@@ -690,7 +709,7 @@ static bool run_effects(Eval *ev, const UOp *root) {
       continue;
     }
     if (st->u->op == UJ_OP_END) /* values of the loop's last step are stale now */
-      ev->open[st->u->src[0]->id] = 0, ev->depth--, ev->epoch++;
+      ev->open[ix(ev, st->u->src[0])] = 0, ev->depth--, ev->epoch++;
     top--;
   }
   return true;
@@ -717,7 +736,8 @@ bool eval_run(Eval *ev, const UOp *root) {
 }
 
 const uint64_t *eval_value(const Eval *ev, const UOp *u) {
-  if (!u || u->id >= ev->nwhere || ev->where[u->id] == 0 || ev->stamp[u->id] == 0) return NULL;
+  uint32_t at = u ? nodemap_find(&ev->num, u) : NODEMAP_NONE;
+  if (at == NODEMAP_NONE || ev->where[at] == 0 || ev->stamp[at] == 0) return NULL;
   if (dt_is_ptr(u->dtype) || dt_is_void(u->dtype)) return NULL;
   return words_of(ev, u);
 }

@@ -12,6 +12,7 @@
  * freed once its last user is computed. No cleverness on purpose: this is
  * what the scheduler's kernels are diffed against (docs/semantics.md,
  * "Tensors"). */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "uop/alu.h"
 #include "uop/eval_tensor.h"
 #include "uop/movement.h"
+#include "uop/nodemap.h"
 #include "uop/spec.h"
 #include "uop/text.h"
 
@@ -34,9 +36,17 @@ typedef struct TensorEval {
   size_t nbuffers;
   const UOp **order; /* every node under the root, sources first */
   size_t norder;
-  uint64_t **arrays; /* by node id: its words, until its last user is done */
-  uint32_t *uses;    /* by node id: source edges from nodes not yet computed */
+  NodeMap num;       /* order's nodes, numbered (nodemap.h) */
+  uint64_t **arrays; /* by number: its words, until its last user is done */
+  uint32_t *uses;    /* by number: source edges from nodes not yet computed */
 } TensorEval;
+
+/* u's number: the tables are as long as the graph, not the context. */
+static uint32_t ix(const TensorEval *te, const UOp *u) {
+  uint32_t k = nodemap_find(&te->num, u);
+  assert(k != NODEMAP_NONE);
+  return k;
+}
 
 /* ---- errors ---- */
 
@@ -136,7 +146,7 @@ static bool node_check(const TensorEval *te, const UOp *u, const UOp *root) {
 
 /* ---- computing one node ---- */
 
-static const uint64_t *array_of(const TensorEval *te, const UOp *u) { return te->arrays[u->id]; }
+static const uint64_t *array_of(const TensorEval *te, const UOp *u) { return te->arrays[ix(te, u)]; }
 
 /* The element of u's source that the element of u at idx (flat in C
  * order) reads; -1 for an element that PAD adds. */
@@ -237,7 +247,7 @@ static bool compute_node(TensorEval *te, const UOp *u) {
   size_t words = (size_t)count * u->dtype.lanes;
   uint64_t *out = malloc((words ? words : 1) * sizeof *out);
   if (!out) return fail_nomem(te->ctx);
-  te->arrays[u->id] = out;
+  te->arrays[ix(te, u)] = out;
   if (u->op == UJ_OP_CONST) out[0] = word_normalize((uj_scalar)u->dtype.scalar, uop_const_value(u));
   else if (u->op == UJ_OP_BUFFER) compute_buffer(te, u, count, out);
   else if (u->op == UJ_OP_REDUCE) compute_reduce(te, u, count, out);
@@ -248,7 +258,7 @@ static bool compute_node(TensorEval *te, const UOp *u) {
 }
 
 static void use_release(TensorEval *te, const UOp *v) {
-  if (--te->uses[v->id] == 0) free(te->arrays[v->id]), te->arrays[v->id] = NULL;
+  if (--te->uses[ix(te, v)] == 0) free(te->arrays[ix(te, v)]), te->arrays[ix(te, v)] = NULL;
 }
 
 /* Frees the arrays of u's sources that no node still to be computed uses. */
@@ -264,15 +274,16 @@ static bool tensor_eval_run(TensorEval *te, const UOp *root) {
   Ctx *ctx = te->ctx;
   if (!spec_check_graph(ctx, root) || !bindings_check(te)) return false;
   te->norder = uop_toposort(ctx, root, &te->order);
-  te->arrays = calloc(ctx->nnodes, sizeof *te->arrays);
-  te->uses = calloc(ctx->nnodes, sizeof *te->uses);
-  if (!te->norder || !te->arrays || !te->uses) return fail_nomem(ctx);
+  if (!te->norder || !nodemap_number(&te->num, te->order, te->norder)) return fail_nomem(ctx);
+  te->arrays = calloc(te->norder, sizeof *te->arrays);
+  te->uses = calloc(te->norder, sizeof *te->uses);
+  if (!te->arrays || !te->uses) return fail_nomem(ctx);
   for (size_t i = te->norder; i-- > 0;) /* users first: the node out of place is named */
     if (!node_check(te, te->order[i], root)) return false;
   for (size_t i = 0; i < te->norder; i++) {
     const UOp *u = te->order[i], *p = reduce_fused_product(u);
-    for (uint32_t k = 0; k < u->nsrc; k++) te->uses[u->src[k]->id]++;
-    if (p) te->uses[p->src[0]->id]++, te->uses[p->src[1]->id]++;
+    for (uint32_t k = 0; k < u->nsrc; k++) te->uses[ix(te, u->src[k])]++;
+    if (p) te->uses[ix(te, p->src[0])]++, te->uses[ix(te, p->src[1])]++;
   }
   for (size_t i = 0; i < te->norder; i++) {
     if (!compute_node(te, te->order[i])) return false;
@@ -288,17 +299,18 @@ bool eval_tensor(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t
     ctx_set_error(ctx, "eval_tensor: the root is not a node of this context");
     return false;
   }
-  TensorEval te = {ctx, buffers, nbuffers, NULL, 0, NULL, NULL};
+  TensorEval te = {ctx, buffers, nbuffers, NULL, 0, nodemap_make(ctx), NULL, NULL};
   bool ok = tensor_eval_run(&te, root);
   if (ok) {
     int64_t count = shape_numel(root->shape, root->ndim);
-    *out = (TensorValue){root->dtype, root->ndim, root->shape, (size_t)count, te.arrays[root->id]};
-    te.arrays[root->id] = NULL;
+    *out = (TensorValue){root->dtype, root->ndim, root->shape, (size_t)count, te.arrays[ix(&te, root)]};
+    te.arrays[ix(&te, root)] = NULL;
   }
-  for (size_t i = 0; te.arrays && i < te.norder; i++) free(te.arrays[te.order[i]->id]);
+  for (size_t i = 0; te.arrays && i < te.norder; i++) free(te.arrays[i]); /* order[i] is number i */
   free(te.arrays);
   free(te.uses);
   free(te.order);
+  nodemap_free(&te.num);
   return ok;
 }
 

@@ -68,3 +68,17 @@ bool nodemap_number(NodeMap *m, const UOp *const *nodes, size_t n) {
     if (nodemap_add(m, nodes[k]) == NODEMAP_NONE) return false;
   return true;
 }
+
+bool topo_make(Ctx *ctx, const UOp *root, Topo *t) {
+  t->num = nodemap_make(ctx);
+  t->n = uop_toposort(ctx, root, &t->nodes);
+  if (t->n && nodemap_number(&t->num, t->nodes, t->n)) return true;
+  topo_free(t);
+  return false;
+}
+
+void topo_free(Topo *t) {
+  free(t->nodes);
+  nodemap_free(&t->num);
+  t->nodes = NULL, t->n = 0;
+}

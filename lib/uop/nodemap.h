@@ -42,7 +42,23 @@ uint32_t nodemap_add(NodeMap *m, const UOp *u);
 bool nodemap_reserve(NodeMap *m, size_t n);
 
 /* The nodes of a toposorted list numbered by their place in it: after
- * nodemap_number(m, nodes, n), nodemap_find(m, nodes[k]) == k. */
+ * nodemap_number(m, nodes, n) on an empty map, nodemap_find(m, nodes[k])
+ * == k. */
 bool nodemap_number(NodeMap *m, const UOp *const *nodes, size_t n);
+
+/* A graph's nodes in topological order (uop_toposort), each numbered by
+ * its place: a pass's tables by node are arrays of n, indexed by
+ * topo_at(&t, u). */
+typedef struct Topo {
+  const UOp **nodes;
+  size_t n;
+  NodeMap num;
+} Topo;
+
+/* false (error set, t empty) when out of memory. */
+bool topo_make(Ctx *ctx, const UOp *root, Topo *t);
+void topo_free(Topo *t);
+/* u's place in t->nodes; NODEMAP_NONE when u is not in the graph. */
+static inline uint32_t topo_at(const Topo *t, const UOp *u) { return nodemap_find(&t->num, u); }
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "uop/alu.h"
+#include "uop/nodemap.h"
 #include "uop/text.h"
 
 /* ---- output: a growing buffer (text_print) or a fixed one (messages) ---- */
@@ -137,7 +138,7 @@ typedef struct Frame {
  * as "%N"; one more than max_level levels down as "...". `stack` holds
  * max_level + 1 frames. */
 static void out_tree(Out *o, const UOp *u, Frame *stack, size_t max_level,
-                     const uint32_t *binding) {
+                     const NodeMap *num, const uint32_t *binding) {
   size_t top = 0;
   out_head(o, u);
   stack[top++] = (Frame){u, 0};
@@ -149,8 +150,9 @@ static void out_tree(Out *o, const UOp *u, Frame *stack, size_t max_level,
       continue;
     }
     const UOp *s = f->u->src[f->next++];
-    if (binding && binding[s->id] != NO_BINDING)
-      out_fmt(o, " %%%" PRIu32, binding[s->id]);
+    uint32_t at = binding ? nodemap_find(num, s) : NODEMAP_NONE;
+    if (at != NODEMAP_NONE && binding[at] != NO_BINDING)
+      out_fmt(o, " %%%" PRIu32, binding[at]);
     else if (top > max_level)
       out_str(o, " ...");
     else
@@ -165,7 +167,7 @@ void text_print_node(const UOp *u, int depth, char *buf, size_t size) {
   Out o = {buf, 0, size - 1, false, false};
   Frame stack[NODE_MAX_DEPTH + 1];
   size_t levels = depth < 0 ? 0 : depth > NODE_MAX_DEPTH ? NODE_MAX_DEPTH : (size_t)depth;
-  out_tree(&o, u, stack, levels, NULL);
+  out_tree(&o, u, stack, levels, NULL, NULL);
   if (o.full) {
     size_t dots = size - 1 < 3 ? size - 1 : 3;
     memset(buf + size - 1 - dots, '.', dots);
@@ -179,14 +181,16 @@ void text_print_node(const UOp *u, int depth, char *buf, size_t size) {
 typedef struct Printer {
   Ctx *ctx;
   Out out;
-  uint32_t *refs;    /* by id: source edges into the node from the graph */
-  uint32_t *binding; /* by id: its %N, or NO_BINDING when printed inline */
+  Topo t;            /* the graph, numbered (nodemap.h): the tables are by place in t */
+  uint32_t *refs;    /* source edges into the node from the graph */
+  uint32_t *binding; /* its %N, or NO_BINDING when printed inline */
   unsigned char *seen;
   Frame *walk, *tree; /* stacks: the graph walks, out_tree */
 } Printer;
 
-static bool printer_alloc(Printer *p) {
-  size_t n = p->ctx->nnodes;
+static bool printer_alloc(Printer *p, const UOp *root) {
+  if (!topo_make(p->ctx, root, &p->t)) return false;
+  size_t n = p->t.n;
   p->refs = calloc(n, sizeof *p->refs);
   p->binding = malloc(n * sizeof *p->binding);
   p->seen = calloc(n, 1);
@@ -198,6 +202,7 @@ static bool printer_alloc(Printer *p) {
 }
 
 static void printer_free(Printer *p) {
+  topo_free(&p->t);
   free(p->refs);
   free(p->binding);
   free(p->seen);
@@ -205,44 +210,37 @@ static void printer_free(Printer *p) {
   free(p->tree);
 }
 
-/* Counts the source edges into every node under root (seen = 1). */
-static void count_refs(Printer *p, const UOp *root) {
-  size_t top = 0;
-  p->walk[top++] = (Frame){root, 0};
-  p->seen[root->id] = 1;
-  while (top > 0) {
-    const UOp *u = p->walk[--top].u;
-    for (uint32_t i = 0; i < u->nsrc; i++) {
-      const UOp *s = u->src[i];
-      p->refs[s->id]++;
-      if (!p->seen[s->id]) p->seen[s->id] = 1, p->walk[top++] = (Frame){s, 0};
-    }
-  }
+static uint32_t at(const Printer *p, const UOp *u) { return topo_at(&p->t, u); }
+
+/* Counts the source edges into every node of the graph. */
+static void count_refs(Printer *p) {
+  for (size_t k = 0; k < p->t.n; k++)
+    for (uint32_t i = 0; i < p->t.nodes[k]->nsrc; i++) p->refs[at(p, p->t.nodes[k]->src[i])]++;
 }
 
 static bool gets_binding(const Printer *p, const UOp *u) {
-  return p->refs[u->id] > 1 && u->op != UJ_OP_CONST;
+  return p->refs[at(p, u)] > 1 && u->op != UJ_OP_CONST;
 }
 
 static void print_binding(Printer *p, const UOp *u, uint32_t number) {
   out_fmt(&p->out, "%%%" PRIu32 " = ", number);
-  out_tree(&p->out, u, p->tree, SIZE_MAX, p->binding);
+  out_tree(&p->out, u, p->tree, SIZE_MAX, &p->t.num, p->binding);
   out_str(&p->out, "\n");
-  p->binding[u->id] = number;
+  p->binding[at(p, u)] = number;
 }
 
-/* Post-order walk (seen = 2): each shared node's binding is printed once
+/* Post-order walk: each shared node's binding is printed once
  * all of its sources are, so bindings come out in topological order. */
 static void print_bindings(Printer *p, const UOp *root) {
   uint32_t number = 0;
   size_t top = 0;
   p->walk[top++] = (Frame){root, 0};
-  p->seen[root->id] = 2;
+  p->seen[at(p, root)] = 1;
   while (top > 0 && !p->out.full) {
     Frame *f = &p->walk[top - 1];
     if (f->next < f->u->nsrc) {
       const UOp *s = f->u->src[f->next++];
-      if (p->seen[s->id] != 2) p->seen[s->id] = 2, p->walk[top++] = (Frame){s, 0};
+      if (!p->seen[at(p, s)]) p->seen[at(p, s)] = 1, p->walk[top++] = (Frame){s, 0};
       continue;
     }
     if (gets_binding(p, f->u)) print_binding(p, f->u, number++);
@@ -260,11 +258,11 @@ char *text_print(Ctx *ctx, const UOp *root) {
     return NULL;
   }
   Printer p = {.ctx = ctx, .out = {NULL, 0, 0, true, false}};
-  bool ok = printer_alloc(&p) && out_reserve(&p.out, 256);
+  bool ok = printer_alloc(&p, root) && out_reserve(&p.out, 256);
   if (ok) {
-    count_refs(&p, root);
+    count_refs(&p);
     print_bindings(&p, root);
-    out_tree(&p.out, root, p.tree, SIZE_MAX, p.binding);
+    out_tree(&p.out, root, p.tree, SIZE_MAX, &p.t.num, p.binding);
     out_str(&p.out, "\n");
     ok = !p.out.full;
   }
