@@ -5,8 +5,10 @@
  * the side-table slots they make. Each family is built at two sizes, n and
  * 2n; its work must grow at most 2.5 times (linear: 2; quadratic: 4).
  * Families: a small walk inside a big context (must cost what it visits:
- * the engine's walks, and a small kernel through the compiler's stages)
- * and a session of n realize steps (each step's work flat). */
+ * the engine's walks, and a small kernel through the compiler's stages),
+ * a session of n realize steps (each step's work flat), and the optimized
+ * LLVM IR of a kernel reading n buffers (its alias metadata linear: here
+ * the measure is the IR's size). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,8 +100,28 @@ static void test_session_steps(void) {
   CHECK(linear(a, b), "a session of n steps: work %zu at 300, %zu at 600", a, b);
 }
 
+/* ---- LLVM IR of a kernel reading n buffers ---- */
+
+/* The optimized IR of sum_kernel(n): its size (alias metadata of every
+ * load included) grows linearly with n. */
+static size_t sum_ir_size(size_t n) {
+  Ctx *ctx = uj_ctx_new();
+  size_t len = 0;
+  char *ir = uj_emit(ctx, sum_kernel(ctx, n), UJ_EMIT_IR_OPT, NULL, &len);
+  CHECK(ir != NULL, "sum of %zu buffers: %s", n, uj_error(ctx));
+  free(ir);
+  uj_ctx_free(ctx);
+  return len;
+}
+
+static void test_many_inputs_ir(void) {
+  size_t a = sum_ir_size(48), b = sum_ir_size(96);
+  CHECK(linear(a, b), "optimized IR of a sum of n buffers: %zu bytes at 48, %zu at 96", a, b);
+}
+
 int main(void) {
   test_walk_in_big_context();
   test_session_steps();
+  test_many_inputs_ir();
   return check_report("test_scale");
 }
