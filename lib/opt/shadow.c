@@ -29,6 +29,7 @@
 #include "opt/opt.h"
 #include "rewrite/rewrite.h"
 #include "symbolic/symbolic.h"
+#include "uop/nodemap.h"
 
 enum { SHADOW_MAX_SOURCES = 17 }; /* a REDUCE over up to 16 RANGEs */
 enum { SHADOW_CHUNK = 16 }; /* the j of one chunk of online softmax: one vector of scores */
@@ -77,46 +78,120 @@ static const UOp *max_read(Ctx *ctx, const UOp *x, const UOp *j) {
   return found;
 }
 
-/* x (a REDUCE over one RANGE) with the RANGEs it and the REDUCEs nested
- * in it bind renamed by depth (axis SHADOW_CANON_AXIS + depth), simplified:
- * two REDUCEs that differ only in the names of their own RANGEs (alpha
- * equivalent) have the same canon. NULL when out of memory. */
-static const UOp *canon(Ctx *ctx, const UOp *x, int64_t depth) {
-  const UOp *r = x->src[1];
-  int64_t axis = SHADOW_CANON_AXIS + depth;
-  const UOp *to = uop_new(ctx, UJ_OP_RANGE, r->dtype, r->src, 1, (Arg){r->name, &axis, 1});
-  const UOp *v = to ? opt_substitute(ctx, x->src[0], &r, &to, 1) : NULL, **nested = NULL;
-  size_t n = v ? opt_reduces_read(ctx, v, false, &nested) : 0;
-  for (size_t i = 0; v && i < n; i++) {
-    const UOp *c = nested[i]->nsrc == 2 ? canon(ctx, nested[i], depth + 1) : nested[i];
-    v = c ? opt_substitute(ctx, v, &nested[i], &c, 1) : NULL;
-  }
-  free(nested);
-  const UOp *src[2] = {v, to};
-  const UOp *out = v ? uop_new(ctx, UJ_OP_REDUCE, x->dtype, src, 2, (Arg){x->name, NULL, 0}) : NULL;
-  return out && depth == 0 ? symbolic_simplify(ctx, out) : out;
+/* ---- alpha equivalence ---- */
+
+/* Canonical forms of REDUCEs over one RANGE: x with the RANGE it binds
+ * renamed by its height (axis SHADOW_CANON_AXIS + h; h = 1 + the most of
+ * the REDUCEs over one RANGE its value reads, 1 for none), those REDUCEs
+ * in their own forms. Two REDUCEs that differ only in the names of the
+ * RANGEs they bind (alpha equivalent) have the same form, simplified; the
+ * binders on any way down have decreasing heights, so no RANGE is taken
+ * for another. A form depends on x alone: kept by node for one opt_shadow,
+ * each made once, nested ones first (sources have smaller ids), with no
+ * recursion. (Names by depth, as before, made a form depend on where x
+ * sits: each nesting computed again, 2^n for n nested REDUCEs.) */
+typedef struct Canon {
+  Ctx *ctx;
+  NodeMap num;
+  const UOp **form;   /* by number */
+  const UOp **simple; /* by number: the form simplified, NULL until asked */
+  size_t cap;
+} Canon;
+
+static const UOp *form_of(const Canon *c, const UOp *x) {
+  uint32_t k = nodemap_find(&c->num, x);
+  return k == NODEMAP_NONE ? NULL : c->form[k];
 }
 
-static bool alpha_equal(Ctx *ctx, const UOp *x, const UOp *y) {
+static uint32_t canon_add(Canon *c, const UOp *x) {
+  uint32_t k = nodemap_add(&c->num, x);
+  if (k == NODEMAP_NONE || k < c->cap) return k;
+  size_t cap = c->cap ? 2 * c->cap : 64;
+  const UOp **form = realloc(c->form, cap * sizeof *form);
+  if (form) c->form = form;
+  const UOp **simple = form ? realloc(c->simple, cap * sizeof *simple) : NULL;
+  if (!simple) return NODEMAP_NONE;
+  c->simple = simple;
+  memset(c->form + c->cap, 0, (cap - c->cap) * sizeof *c->form), memset(c->simple + c->cap, 0, (cap - c->cap) * sizeof *c->simple);
+  c->cap = cap;
+  return k;
+}
+
+static void canon_free(Canon *c) {
+  nodemap_free(&c->num);
+  free(c->form), free(c->simple);
+}
+
+/* x's form, the forms of the REDUCEs its value reads made before. */
+static const UOp *form_one(Canon *c, const UOp *x) {
+  Ctx *ctx = c->ctx;
+  const UOp **nested = NULL, *r = x->src[1];
+  size_t n = opt_reduces_read(ctx, x->src[0], false, &nested), m = 0;
+  const UOp **to = n ? malloc(n * sizeof *to) : NULL, *v = x->src[0];
+  int64_t height = 1;
+  for (size_t i = 0; i < n && to; i++) {
+    if (nested[i]->nsrc != 2) continue;
+    const UOp *f = form_of(c, nested[i]);
+    if (!f) return free(nested), free(to), NULL;
+    if (f->src[1]->ints[0] - SHADOW_CANON_AXIS >= height) height = f->src[1]->ints[0] - SHADOW_CANON_AXIS + 1;
+    nested[m] = nested[i], to[m++] = f;
+  }
+  if (n && !to) return free(nested), NULL;
+  v = m ? opt_substitute(ctx, v, nested, to, m) : v;
+  free(nested), free(to);
+  int64_t axis = SHADOW_CANON_AXIS + height;
+  const UOp *renamed = uop_new(ctx, UJ_OP_RANGE, r->dtype, r->src, 1, (Arg){r->name, &axis, 1});
+  v = v && renamed ? opt_substitute(ctx, v, &r, &renamed, 1) : NULL;
+  const UOp *src[2] = {v, renamed};
+  return v ? uop_new(ctx, UJ_OP_REDUCE, x->dtype, src, 2, (Arg){x->name, NULL, 0}) : NULL;
+}
+
+/* x's form, simplified (x a REDUCE over one RANGE); NULL when out of memory. */
+static const UOp *canon(Canon *c, const UOp *x) {
+  uint32_t k = canon_add(c, x);
+  if (k == NODEMAP_NONE) return NULL;
+  if (c->simple[k]) return c->simple[k];
+  const UOp **inside = NULL;
+  size_t n = opt_reduces_read(c->ctx, x->src[0], true, &inside);
+  const UOp **all = inside ? realloc(inside, (n + 1) * sizeof *all) : NULL;
+  if (!all) return free(inside), NULL;
+  inside = all, inside[n++] = x;
+  qsort(inside, n, sizeof *inside, uop_cmp_id); /* nested first */
+  bool ok = true;
+  for (size_t i = 0; ok && i < n; i++) {
+    if (inside[i]->nsrc != 2 || form_of(c, inside[i])) continue;
+    const UOp *f = form_one(c, inside[i]);
+    uint32_t at = f ? canon_add(c, inside[i]) : NODEMAP_NONE;
+    ok = at != NODEMAP_NONE;
+    if (ok) c->form[at] = f;
+  }
+  free(inside);
+  const UOp *simple = ok ? symbolic_simplify(c->ctx, form_of(c, x)) : NULL;
+  if (simple) c->simple[nodemap_find(&c->num, x)] = simple;
+  return simple;
+}
+
+static bool alpha_equal(Canon *c, const UOp *x, const UOp *y) {
   if (x == y) return true;
   if (x->name != y->name || x->dtype.lanes != y->dtype.lanes || x->nsrc != 2 || y->nsrc != 2 ||
       x->src[1]->src[0] != y->src[1]->src[0])
     return false;
-  const UOp *cx = canon(ctx, x, 0);
-  return cx && cx == canon(ctx, y, 0);
+  const UOp *cx = canon(c, x);
+  return cx && cx == canon(c, y);
 }
 
 /* v with each REDUCE it reads over one RANGE that is, up to the name of
  * that RANGE, a REDUCE of max's value, replaced by that one: the scores a
  * sum computes are then the max's own nodes (each tensor REDUCE got RANGEs
  * of its own in rangeify). */
-static const UOp *same_as_max(Ctx *ctx, const UOp *v, const UOp *max) {
+static const UOp *same_as_max(Canon *c, const UOp *v, const UOp *max) {
+  Ctx *ctx = c->ctx;
   const UOp **mine = NULL, **theirs = NULL;
   size_t n = opt_reduces_read(ctx, v, false, &mine), m = opt_reduces_read(ctx, max->src[0], true, &theirs);
   for (size_t i = 0; v && i < n; i++)
     for (size_t k = 0; v && k < m; k++) {
       const UOp *x = mine[i], *y = theirs[k];
-      if (x != y && x != max && alpha_equal(ctx, x, y)) v = opt_substitute(ctx, v, &x, &y, 1);
+      if (x != y && x != max && alpha_equal(c, x, y)) v = opt_substitute(ctx, v, &x, &y, 1);
     }
   free(mine), free(theirs);
   return v;
@@ -124,8 +199,9 @@ static const UOp *same_as_max(Ctx *ctx, const UOp *v, const UOp *max) {
 
 /* The sum of v over to, with each RANGE from[k] its value to // div[k] % mod[k]
  * (simplified), its nested REDUCEs those of max's value where equal. */
-static const UOp *sum_over(Ctx *ctx, const UOp *root, const UOp *v, const UOp *const *from, const int64_t *div,
+static const UOp *sum_over(Canon *c, const UOp *root, const UOp *v, const UOp *const *from, const int64_t *div,
                            const int64_t *mod, size_t n, const UOp *max) {
+  Ctx *ctx = c->ctx;
   const UOp *to = max->src[1], *at[2] = {NULL, NULL};
   for (size_t k = 0; k < n; k++) {
     at[k] = to;
@@ -135,7 +211,7 @@ static const UOp *sum_over(Ctx *ctx, const UOp *root, const UOp *v, const UOp *c
   }
   v = opt_substitute(ctx, v, from, at, n);
   v = v && n > 1 ? symbolic_simplify(ctx, v) : v;
-  v = v ? same_as_max(ctx, v, max) : NULL;
+  v = v ? same_as_max(c, v, max) : NULL;
   const UOp *src[2] = {v, to};
   return v ? uop_new(ctx, UJ_OP_REDUCE, root->dtype, src, 2, (Arg){root->name, NULL, 0}) : NULL;
 }
@@ -152,10 +228,10 @@ static const UOp *rw_shadow(Rewriter *rw, const UOp *root, const Binds *m) {
     if (!max || n <= 0 || w <= 0 || opt_const_bound(max->src[1]) != n * w || opt_contains(rw->ctx, max, i) || opt_contains(rw->ctx, max, j))
       return NULL;
     const UOp *from[2] = {i, j};
-    return sum_over(rw->ctx, root, inner->src[0], from, (int64_t[]){w, 1}, (int64_t[]){0, w}, 2, max);
+    return sum_over(rw->user, root, inner->src[0], from, (int64_t[]){w, 1}, (int64_t[]){0, w}, 2, max);
   }
   const UOp *max = max_read(rw->ctx, inner, j);
-  return max ? sum_over(rw->ctx, root, inner, &j, (int64_t[]){1}, (int64_t[]){0}, 1, max) : NULL;
+  return max ? sum_over(rw->user, root, inner, &j, (int64_t[]){1}, (int64_t[]){0}, 1, max) : NULL;
 }
 
 static const Rule shadow_rules[] = {
@@ -167,24 +243,27 @@ static const Rule shadow_rules[] = {
  * the name of that RANGE replaced by the earlier one: rangeify gives every
  * use of a tensor REDUCE RANGEs of its own, so softmax's max read by the
  * sum of exps and by the matmul after it is two REDUCEs until here. */
-static const UOp *unify_reduces(Ctx *ctx, const UOp *kernel) {
+static const UOp *unify_reduces(Canon *c, const UOp *kernel) {
+  Ctx *ctx = c->ctx;
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, kernel, &nodes), nfrom = 0, nkept = 0;
   const UOp **from = n ? malloc(2 * n * sizeof *from) : NULL, **to = from ? from + n : NULL;
   const UOp **kept = n ? malloc(n * sizeof *kept) : NULL;
+  NodeMap by_form = nodemap_make(ctx); /* a kept REDUCE's form: its place in kept */
   bool ok = from && kept;
   for (size_t i = 0; ok && i < n; i++) {
     const UOp *x = nodes[i];
     if (x->op != UJ_OP_REDUCE || x->nsrc != 2) continue;
     const UOp *now = nfrom ? opt_substitute(ctx, x, from, to, nfrom) : x, *same = NULL;
-    ok = now != NULL;
-    for (size_t k = 0; ok && k < nkept && !same; k++)
-      if (alpha_equal(ctx, now, kept[k])) same = kept[k];
+    const UOp *form = now ? canon(c, now) : NULL;
+    ok = form != NULL;
+    uint32_t at = ok ? nodemap_find(&by_form, form) : NODEMAP_NONE;
+    if (at != NODEMAP_NONE) same = kept[at];
     if (same || now != x) from[nfrom] = x, to[nfrom++] = same ? same : now;
-    if (!same) kept[nkept++] = now;
+    if (ok && !same) ok = nodemap_add(&by_form, form) == nkept, kept[nkept++] = now;
   }
   const UOp *out = ok && nfrom ? opt_substitute(ctx, kernel, from, to, nfrom) : ok ? kernel : NULL;
-  free(nodes), free(from), free(kept);
+  free(nodes), free(from), free(kept), nodemap_free(&by_form);
   if (!ok) ctx_set_error(ctx, "shadow: out of memory");
   return out;
 }
@@ -260,11 +339,13 @@ static bool rows_only(Ctx *ctx, const UOp *kernel) {
 }
 
 const UOp *opt_shadow(Ctx *ctx, const UOp *kernel) {
+  Canon canons = {.ctx = ctx, .num = nodemap_make(ctx)};
   RuleSet *rs = ruleset_new(ctx, shadow_rules, sizeof shadow_rules / sizeof *shadow_rules);
-  kernel = rs ? unify_reduces(ctx, kernel) : NULL;
-  if (kernel && rows_only(ctx, kernel)) return ruleset_free(rs), kernel;
-  const UOp *out = kernel ? graph_rewrite(ctx, kernel, rs, NULL) : NULL;
-  out = out ? chunk(ctx, out) : NULL;
+  kernel = rs ? unify_reduces(&canons, kernel) : NULL;
+  const UOp *out = NULL;
+  if (kernel && rows_only(ctx, kernel)) out = kernel;
+  else if (kernel && (out = graph_rewrite(ctx, kernel, rs, &canons))) out = chunk(ctx, out);
   ruleset_free(rs);
+  canon_free(&canons);
   return out;
 }

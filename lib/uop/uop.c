@@ -229,7 +229,7 @@ const UOp *uop_const_int(Ctx *ctx, DType dt, int64_t value) {
   return uop_const_word(ctx, dt, word_from_int((uj_scalar)dt.scalar, value));
 }
 
-static int cmp_id(const void *a, const void *b) {
+int uop_cmp_id(const void *a, const void *b) {
   uint32_t x = (*(const UOp *const *)a)->id, y = (*(const UOp *const *)b)->id;
   return (x > y) - (x < y);
 }
@@ -258,7 +258,7 @@ size_t uop_toposort(Ctx *ctx, const UOp *root, const UOp ***out) {
     if (!top) break;
   }
   if (ok && n == seen.count) {
-    qsort(nodes, n, sizeof *nodes, cmp_id);
+    qsort(nodes, n, sizeof *nodes, uop_cmp_id);
     ctx->work += n;
   } else {
     ctx_set_error(ctx, "out of memory walking a graph");

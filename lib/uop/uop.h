@@ -91,6 +91,8 @@ static inline Arg arg_none(void) { return (Arg){0}; }
  * (ascending id), malloc'd into *out; returns the count, or 0 (error set)
  * when out of memory. Iterative: any depth. */
 size_t uop_toposort(Ctx *ctx, const UOp *root, const UOp ***out);
+/* A qsort comparator of UOp pointers by ascending id: sources first. */
+int uop_cmp_id(const void *a, const void *b);
 /* Nodes in the graph under root (each counted once). */
 size_t uop_graph_size(Ctx *ctx, const UOp *root);
 
