@@ -118,17 +118,39 @@ const UOp *opt_vectorize(Ctx *ctx, const UOp *const *x, unsigned n) {
 typedef struct Swap {
   const UOp *const *from, *const *to;
   size_t n;
+  NodeMap at;   /* when n is more than a few: from's nodes numbered */
+  size_t *first; /* by number: the first place of the node in from */
 } Swap;
 
 static const UOp *swap_nodes(void *user, const UOp *u, const UOp *rebuilt) {
   const Swap *w = user;
+  if (w->first) {
+    uint32_t k = nodemap_find(&w->at, u);
+    return k == NODEMAP_NONE ? rebuilt : w->to[w->first[k]];
+  }
   for (size_t i = 0; i < w->n; i++)
     if (u == w->from[i]) return w->to[i];
   return rebuilt;
 }
 
+/* A node listed twice in from takes its first replacement. */
 const UOp *opt_substitute(Ctx *ctx, const UOp *x, const UOp *const *from, const UOp *const *to, size_t n) {
-  return graph_substitute(ctx, x, swap_nodes, &(Swap){from, to, n});
+  Swap w = {from, to, n, nodemap_make(ctx), NULL};
+  bool ok = true;
+  if (n > 8) {
+    w.first = malloc(n * sizeof *w.first);
+    for (size_t k = 0; (ok = w.first != NULL) && k < n; k++) {
+      size_t before = w.at.count;
+      uint32_t at = nodemap_add(&w.at, from[k]);
+      ok = at != NODEMAP_NONE;
+      if (!ok) break;
+      if (w.at.count > before) w.first[at] = k;
+    }
+  }
+  const UOp *out = ok ? graph_substitute(ctx, x, swap_nodes, &w) : NULL;
+  if (!ok && !ctx->error[0]) ctx_set_error(ctx, "out of memory substituting in a graph");
+  nodemap_free(&w.at), free(w.first);
+  return out;
 }
 
 int64_t opt_next_axis(Ctx *ctx, const UOp *kernel) {

@@ -6,33 +6,40 @@
  * nothing again for loops it does not depend on (docs/schedule.md,
  * "Online fusion", "Row fusion").
  *
- * In: the tensor graph (a SINK of roots), the cuts find_cuts chose, and the
- * tables by node id (cut, into). Out: those cuts less the ones taken into
- * a kernel. Cut nodes are tried sources first; a try's set is the cut max,
- * the cuts above it and the cuts its kernel reads (online_set), else the
- * cuts at the kernel's edge whose kernels reduce (row_set), taken when
- * nothing they compute is read from outside the kernel. The trial kernel
- * (trial_kernel: the other cuts read as placeholder buffers) is
- * rangeified and shaped by the heuristics (lib/opt: opt_shadow makes the
- * sums that read the max run over its RANGE, the renderer runs them in one
- * loop as online softmax; opt_hoist stores a row's reductions once before
- * the loop over its outputs); it is kept when no REDUCE and no costly op in
- * it sits in a loop, of more than one step, over a RANGE it does not read.
- * A kept kernel that gathers an input reads it through a transposed copy
- * (stage_gathered): the node is then replaced in the SINK by a new one,
- * and its users, rebuilt, keep their cut and into (follow). */
+ * In: the tensor graph (a SINK of roots) and the cuts find_cuts chose
+ * (Cuts: by node). Out: those cuts less the ones taken into a kernel. Cut
+ * nodes are tried sources first, each within its cone: the nodes reached
+ * from it through at most FUSE_DEPTH cut nodes (at most FUSE_MAX_CONE
+ * nodes, else no try), so a try costs what its neighbourhood holds and the
+ * whole pass is linear in the graph (a walk of the whole graph per try
+ * made a chain of n cut kernels cost n^2, and more). A try's set is the
+ * cut max, the cuts above it and the cuts its kernel reads (online_set),
+ * else the cuts at the kernel's edge whose kernels reduce (row_set), taken
+ * when nothing they compute is read from outside the kernel (alone: the
+ * users of each node, listed once for the graph). The trial kernel
+ * (trial_graph: the kernel's region, the other cuts read as placeholder
+ * buffers) is rangeified and shaped by the heuristics (lib/opt: opt_shadow
+ * makes the sums that read the max run over its RANGE, the renderer runs
+ * them in one loop as online softmax; opt_hoist stores a row's reductions
+ * once before the loop over its outputs); it is kept when no REDUCE and no
+ * costly op in it sits in a loop, of more than one step, over a RANGE it
+ * does not read. A kept kernel that gathers an input reads it through a
+ * transposed copy (stage_gathered): the node is then replaced in the SINK
+ * by a new one, and its users, rebuilt, keep their marks (follow). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "opt/graph.h"
-#include "symbolic/symbolic.h"
-#include "uop/movement.h"
-
 #include "opt/opt.h"
 #include "schedule/rangeify.h"
 #include "schedule/schedule.h"
+#include "symbolic/symbolic.h"
+#include "uop/movement.h"
+#include "uop/nodemap.h"
 
 enum { FUSE_MAX_RANGES = 64 };
+enum { FUSE_DEPTH = 6 };        /* cut nodes a try looks through below its root */
+enum { FUSE_MAX_CONE = 1024 };  /* nodes a try looks at, at most (attention's: 65) */
 
 static bool is_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1; }
 static bool is_max(const UOp *u) { return is_reduce(u) && !strcmp(u->name, "MAX"); }
@@ -41,48 +48,51 @@ static bool is_max(const UOp *u) { return is_reduce(u) && !strcmp(u->name, "MAX"
  * (more than one step) that it does not read (taken as so when the kernel
  * has more RANGEs than fit a mask); *ok false when out of memory. */
 static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
-  const UOp **nodes = NULL, *ranges[FUSE_MAX_RANGES];
-  size_t n = uop_toposort(ctx, kernel, &nodes), nranges = 0;
-  uint64_t *reads = n ? calloc(ctx->nnodes, sizeof *reads) : NULL, *inside = n ? calloc(ctx->nnodes, sizeof *inside) : NULL;
+  Topo t;
+  const UOp *ranges[FUSE_MAX_RANGES];
+  size_t nranges = 0;
+  *ok = topo_make(ctx, kernel, &t);
+  size_t n = t.n;
+  uint64_t *reads = *ok ? calloc(n, sizeof *reads) : NULL, *inside = *ok ? calloc(n, sizeof *inside) : NULL; /* by place */
   *ok = reads && inside;
   bool again = false;
   for (size_t i = 0; *ok && i < n && !again; i++) {
-    const UOp *u = nodes[i];
+    const UOp *u = t.nodes[i];
     if (u->op == UJ_OP_RANGE) {
       if (nranges == FUSE_MAX_RANGES) again = true;
-      else ranges[nranges] = u, reads[u->id] = 1ull << nranges++;
+      else ranges[nranges] = u, reads[i] = 1ull << nranges++;
       continue;
     }
     uint64_t bound = 0;
     for (uint32_t k = 0; k < u->nsrc; k++) {
-      if (u->op == UJ_OP_REDUCE && k > 0) bound |= reads[u->src[k]->id];
-      else if (u->op != UJ_OP_END || k > 0) reads[u->id] |= reads[u->src[k]->id];
+      if (u->op == UJ_OP_REDUCE && k > 0) bound |= reads[topo_at(&t, u->src[k])];
+      else if (u->op != UJ_OP_END || k > 0) reads[i] |= reads[topo_at(&t, u->src[k])];
     }
-    reads[u->id] &= ~bound; /* a REDUCE's own RANGEs are bound in it */
+    reads[i] &= ~bound; /* a REDUCE's own RANGEs are bound in it */
   }
   for (size_t i = n; *ok && !again && i-- > 0;) { /* users first: the loops around each node */
-    const UOp *u = nodes[i];
-    uint64_t around = inside[u->id];
-    if (u->op == UJ_OP_END) around |= reads[u->src[0]->id];
+    const UOp *u = t.nodes[i];
+    uint64_t around = inside[i];
+    if (u->op == UJ_OP_END) around |= reads[topo_at(&t, u->src[0])];
     for (uint32_t k = 0; k < u->nsrc; k++) {
       uint64_t more = around;
       if (u->op == UJ_OP_REDUCE && k == 0)
-        for (uint32_t j = 1; j < u->nsrc; j++) more |= reads[u->src[j]->id];
-      inside[u->src[k]->id] |= more;
+        for (uint32_t j = 1; j < u->nsrc; j++) more |= reads[topo_at(&t, u->src[j])];
+      inside[topo_at(&t, u->src[k])] |= more;
     }
   }
   for (size_t i = 0; *ok && i < n && !again; i++) {
-    const UOp *u = nodes[i];
+    const UOp *u = t.nodes[i];
     if (u->op != UJ_OP_REDUCE && !schedule_is_costly(u)) continue;
     uint64_t own = 0;
-    for (uint32_t k = 1; u->op == UJ_OP_REDUCE && k < u->nsrc; k++) own |= reads[u->src[k]->id];
-    uint64_t idle = inside[u->id] & ~own & ~reads[u->id];
+    for (uint32_t k = 1; u->op == UJ_OP_REDUCE && k < u->nsrc; k++) own |= reads[topo_at(&t, u->src[k])];
+    uint64_t idle = inside[i] & ~own & ~reads[i];
     for (size_t r = 0; r < nranges && !again; r++) {
       const UOp *b = ranges[r]->src[0];
       again = idle >> r & 1 && !(b->op == UJ_OP_CONST && (int64_t)uop_const_value(b) <= 1);
     }
   }
-  free(nodes), free(reads), free(inside);
+  topo_free(&t), free(reads), free(inside);
   return again;
 }
 
@@ -147,205 +157,364 @@ static const UOp *stage_gathered(Ctx *ctx, const UOp *root, const UOp *k, const 
   return nswap ? opt_substitute(ctx, root, from, to, nswap) : root;
 }
 
-/* Whether root's graph fuses into one kernel that recomputes nothing. */
-/* The kernel of node top with the nodes cut[] marks (other than top)
- * read as buffers (placeholder BUFFERs, id -1 - node id: stage_gathered
- * maps them back), rangeified and shaped by the heuristics; *inputs: its
- * input BUFFERs (malloc'd). */
-typedef struct Trial {
-  Ctx *ctx;
-  const unsigned char *cut;
-  const UOp *top;
-  const char *device;
-} Trial;
+/* ---- a try's cone ---- */
 
-static const UOp *as_buffer(void *user, const UOp *u, const UOp *rebuilt) {
-  const Trial *t = user;
-  if (u == t->top || !t->cut[u->id] || schedule_view_buffer(u)) return rebuilt;
-  int64_t arg[2] = {-1 - (int64_t)u->id, shape_numel(u->shape, u->ndim)};
-  DType p = uj_dtype_ptr((uj_scalar)u->dtype.scalar, u->dtype.lanes, UJ_AS_GLOBAL);
-  const UOp *b = uop_new(t->ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){t->device, arg, 2});
-  return b ? uop_new(t->ctx, UJ_OP_RESHAPE, u->dtype, &b, 1, (Arg){NULL, u->shape, u->ndim}) : NULL;
+/* The nodes a try looks at: those reached from its root through at most
+ * FUSE_DEPTH cut nodes (a node's level: the fewest cut nodes on a way down
+ * to it; the root's kernel is level 0), numbered as met, with tables by
+ * number. Every node of a kernel in the cone is in it; cut nodes one level
+ * further are not (a kernel built from the cone reads them as buffers). */
+typedef struct Cone {
+  Ctx *ctx;
+  const Cuts *cuts;
+  NodeMap num;
+  const UOp **nodes;   /* by number */
+  const UOp **order;   /* the same, sorted by id: sources first */
+  size_t n;
+  unsigned char *region, *set, *seen; /* by number */
+  const UOp **stack;   /* scratch */
+  uint32_t *queue, *next; /* scratch of cone_make: this level's numbers, the next's */
+} Cone;
+
+static uint32_t num_of(const Cone *c, const UOp *u) { return nodemap_find(&c->num, u); }
+static bool is_cut(const Cone *c, const UOp *u) { return cuts_is_cut(c->cuts, u); }
+
+static void cone_free(Cone *c) {
+  nodemap_free(&c->num);
+  void *owned[] = {c->nodes, c->order, c->region, c->set, c->seen, c->stack, c->queue, c->next};
+  for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
+  memset(c, 0, sizeof *c);
 }
 
-static const UOp *trial_kernel(Ctx *ctx, const UOp *top, const unsigned char *cut, const ScheduleTarget *t,
-                               const UOp ***inputs, size_t *ninputs) {
-  Trial tr = {ctx, cut, top, ctx_intern_string(ctx, t->device, strlen(t->device))};
-  const UOp *x = graph_substitute(ctx, top, as_buffer, &tr);
+/* Adds u to the cone (level by level: the caller puts it in this level's
+ * list or the next's); false when the cone is full or out of memory. */
+static bool cone_add(Cone *c, const UOp *u) {
+  if (c->num.count == FUSE_MAX_CONE || nodemap_add(&c->num, u) == NODEMAP_NONE) return false;
+  c->nodes[c->num.count - 1] = u;
+  return true;
+}
+
+/* top's cone, in c (freed by cone_free); false when it has more than
+ * FUSE_MAX_CONE nodes (no try) or when out of memory (*ok false). */
+static bool cone_make(Ctx *ctx, const Cuts *cuts, const UOp *top, Cone *c, bool *ok) {
+  *c = (Cone){.ctx = ctx, .cuts = cuts, .num = nodemap_make(ctx)};
+  c->nodes = malloc(FUSE_MAX_CONE * sizeof *c->nodes);
+  c->queue = malloc(FUSE_MAX_CONE * sizeof *c->queue), c->next = malloc(FUSE_MAX_CONE * sizeof *c->next);
+  *ok = c->nodes && c->queue && c->next && cone_add(c, top);
+  bool fits = *ok;
+  size_t nq = fits ? 1 : 0, nnext = 0;
+  if (fits) c->queue[0] = 0;
+  for (unsigned level = 0; fits && nq > 0; level++) {
+    for (size_t i = 0; fits && i < nq; i++) { /* the queue grows with this level's nodes */
+      const UOp *u = c->nodes[c->queue[i]];
+      for (uint32_t k = 0; fits && k < u->nsrc; k++) {
+        const UOp *s = u->src[k];
+        if (num_of(c, s) != NODEMAP_NONE) continue;
+        bool deeper = is_cut(c, s); /* a kernel of its own: one level down */
+        if (deeper && level == FUSE_DEPTH) continue;
+        fits = cone_add(c, s);
+        if (fits && deeper) c->next[nnext++] = (uint32_t)(c->num.count - 1);
+        else if (fits) c->queue[nq++] = (uint32_t)(c->num.count - 1);
+      }
+    }
+    uint32_t *q = c->queue;
+    c->queue = c->next, c->next = q, nq = nnext, nnext = 0;
+  }
+  c->n = c->num.count;
+  if (!fits) {
+    *ok = *ok && c->num.count == FUSE_MAX_CONE; /* full, not out of memory */
+    return false;
+  }
+  c->order = malloc(c->n * sizeof *c->order);
+  c->region = calloc(c->n, 1), c->set = calloc(c->n, 1), c->seen = calloc(c->n, 1);
+  c->stack = malloc((c->n + 1) * sizeof *c->stack);
+  *ok = c->order && c->region && c->set && c->seen && c->stack;
+  if (*ok) memcpy(c->order, c->nodes, c->n * sizeof *c->order), qsort(c->order, c->n, sizeof *c->order, uop_cmp_id);
+  ctx->work += c->n;
+  return *ok;
+}
+
+/* Marks in region[] the nodes of x's kernel: reached from x without
+ * passing a cut node other than x (the cut nodes at its edge marked too). */
+static void mark_region(Cone *c, const UOp *x) {
+  memset(c->region, 0, c->n);
+  size_t sp = 0;
+  c->stack[sp++] = x, c->region[num_of(c, x)] = 1;
+  while (sp > 0) {
+    const UOp *u = c->stack[--sp];
+    if (u != x && is_cut(c, u)) continue;
+    for (uint32_t k = 0; k < u->nsrc; k++) {
+      uint32_t at = num_of(c, u->src[k]);
+      if (at != NODEMAP_NONE && !c->region[at]) c->region[at] = 1, c->stack[sp++] = u->src[k];
+    }
+  }
+}
+
+/* In seen[]: the nodes of the cone whose graph (within the cone) holds m. */
+static void mark_holders(Cone *c, const UOp *m) {
+  memset(c->seen, 0, c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    const UOp *u = c->order[i];
+    bool holds = u == m;
+    for (uint32_t k = 0; k < u->nsrc && !holds; k++) {
+      uint32_t at = num_of(c, u->src[k]);
+      holds = at != NODEMAP_NONE && c->seen[at];
+    }
+    c->seen[num_of(c, u)] = holds;
+  }
+}
+
+/* The set of cuts a try takes into top's kernel, marked in set[]: for each
+ * cut max M in top's cone, the cuts whose graph holds M (the softmax
+ * between M and top: its quotient, its sum), M, and the cuts M's own
+ * kernel reads (its scores); not top, not roots. false when there is none,
+ * or when top's kernel reduces nothing of its own (top is the softmax
+ * itself, not a matmul after it: it would still write the T·T matrix). */
+static bool online_set(Cone *c, const UOp *top, const NodeMap *roots) {
+  bool any = false, reduces = false;
+  mark_region(c, top);
+  for (size_t i = 0; i < c->n; i++)
+    reduces |= c->region[i] && c->nodes[i]->op == UJ_OP_REDUCE && (c->nodes[i] == top || !is_cut(c, c->nodes[i]));
+  for (size_t i = 0; reduces && i < c->n; i++) {
+    const UOp *max = c->order[i];
+    if (max == top || !is_max(max) || !is_cut(c, max)) continue;
+    c->set[num_of(c, max)] = 1, any = true;
+    mark_holders(c, max); /* cuts above M */
+    for (size_t k = 0; k < c->n; k++)
+      if (c->nodes[k] != top && c->nodes[k] != max && is_cut(c, c->nodes[k]) && c->seen[k]) c->set[k] = 1;
+    mark_region(c, max); /* cuts at the edge of M's kernel */
+    for (size_t k = 0; k < c->n; k++)
+      if (c->nodes[k] != max && c->region[k] && is_cut(c, c->nodes[k]) && !schedule_view_buffer(c->nodes[k])) c->set[k] = 1;
+  }
+  for (size_t k = 0; k < c->n; k++)
+    if (c->nodes[k] != top && nodemap_find(roots, c->nodes[k]) != NODEMAP_NONE) c->set[k] = 0;
+  memset(c->seen, 0, c->n);
+  return any;
+}
+
+/* Whether cut node x's own kernel computes a REDUCE (the cuts at its edge
+ * count); seen[] zero before and after (the nodes visited are
+ * stack[0 .. tail), a queue). */
+static bool holds_reduce(Cone *c, const UOp *x) {
+  size_t head = 0, tail = 0;
+  bool found = false;
+  c->stack[tail++] = x, c->seen[num_of(c, x)] = 1;
+  while (head < tail && !found) {
+    const UOp *u = c->stack[head++];
+    found = is_reduce(u);
+    if (u != x && is_cut(c, u)) continue;
+    for (uint32_t k = 0; k < u->nsrc; k++) {
+      uint32_t at = num_of(c, u->src[k]);
+      if (at != NODEMAP_NONE && !c->seen[at]) c->seen[at] = 1, c->stack[tail++] = u->src[k];
+    }
+  }
+  while (tail > 0) c->seen[num_of(c, c->stack[--tail])] = 0;
+  return found;
+}
+
+/* The set of cuts a row try takes into top's kernel, marked in set[] and
+ * cleared in the cuts: the cuts at the edge of top's kernel whose own
+ * kernels reduce (a normalization's mean, and its 1/sqrt(variance), cut as
+ * a broadcast costly op; softmax's max and sum), then those at the edge of
+ * the kernel so grown, until none is left (in the cone); not roots, not
+ * buffers. The optimizer then stores each reduction once per row before
+ * the loop over the row's outputs (lib/opt/hoist.c), and the trial is kept
+ * only if nothing is computed again for a loop it does not read. false
+ * when there is none; *ok false when out of memory. */
+static bool row_set(Cone *c, const UOp *top, const NodeMap *roots, Cuts *cuts, bool *ok) {
+  bool any = false, grew = true;
+  while (grew && *ok) {
+    grew = false;
+    mark_region(c, top);
+    for (size_t i = 0; i < c->n && *ok; i++) {
+      const UOp *x = c->order[i];
+      uint32_t at = num_of(c, x);
+      if (x == top || !c->region[at] || !is_cut(c, x) || nodemap_find(roots, x) != NODEMAP_NONE || schedule_view_buffer(x))
+        continue;
+      if (holds_reduce(c, x)) c->set[at] = 1, *ok = cuts_set(cuts, x, false), any = grew = true;
+    }
+  }
+  return any;
+}
+
+/* ---- the users of each node, for the alone check ---- */
+
+/* The graph's nodes (toposorted, numbered by place) and, for each, the
+ * nodes that read it: users[first[k] .. first[k + 1]). */
+typedef struct Users {
+  Topo t;
+  size_t *first;
+  const UOp **users;
+} Users;
+
+static void users_free(Users *g) {
+  topo_free(&g->t);
+  free(g->first), free(g->users);
+  memset(g, 0, sizeof *g);
+}
+
+static bool users_make(Ctx *ctx, const UOp *sink, Users *g) {
+  *g = (Users){0};
+  if (!topo_make(ctx, sink, &g->t)) return false;
+  size_t n = g->t.n, edges = 0;
+  g->first = calloc(n + 2, sizeof *g->first);
+  for (size_t k = 0; g->first && k < n; k++) {
+    edges += g->t.nodes[k]->nsrc;
+    for (uint32_t i = 0; i < g->t.nodes[k]->nsrc; i++) g->first[topo_at(&g->t, g->t.nodes[k]->src[i]) + 2]++;
+  }
+  g->users = g->first ? malloc((edges ? edges : 1) * sizeof *g->users) : NULL;
+  if (!g->users) return users_free(g), ctx_set_error(ctx, "schedule: out of memory"), false;
+  for (size_t k = 2; k < n + 2; k++) g->first[k] += g->first[k - 1]; /* first[k + 1]: where k's users go, then end */
+  for (size_t k = 0; k < n; k++)
+    for (uint32_t i = 0; i < g->t.nodes[k]->nsrc; i++) g->users[g->first[topo_at(&g->t, g->t.nodes[k]->src[i]) + 1]++] = g->t.nodes[k];
+  return true;
+}
+
+/* Whether nothing computed in top's kernel (region[], marked) but top is
+ * read from outside it: each of its nodes, cut ones aside, has all its
+ * users inside (and none is the sink). */
+static bool alone(const Cone *c, const UOp *top, const UOp *sink, const Users *g) {
+  for (size_t k = 0; k < c->n; k++) {
+    const UOp *x = c->nodes[k];
+    if (!c->region[k] || x == top || is_cut(c, x)) continue;
+    uint32_t at = topo_at(&g->t, x);
+    for (size_t i = g->first[at]; i < g->first[at + 1]; i++) {
+      uint32_t in = num_of(c, g->users[i]);
+      if (g->users[i] == sink || in == NODEMAP_NONE || !c->region[in]) return false;
+    }
+  }
+  return true;
+}
+
+/* ---- the trial kernel ---- */
+
+/* A cut node read by a trial kernel: a placeholder BUFFER (id -1 - the
+ * node's id: stage_gathered maps it back). */
+static const UOp *placeholder(Ctx *ctx, const UOp *u, const char *device) {
+  int64_t arg[2] = {-1 - (int64_t)u->id, shape_numel(u->shape, u->ndim)};
+  DType p = uj_dtype_ptr((uj_scalar)u->dtype.scalar, u->dtype.lanes, UJ_AS_GLOBAL);
+  const UOp *b = uop_new(ctx, UJ_OP_BUFFER, p, NULL, 0, (Arg){device, arg, 2});
+  return b ? uop_new(ctx, UJ_OP_RESHAPE, u->dtype, &b, 1, (Arg){NULL, u->shape, u->ndim}) : NULL;
+}
+
+/* top's kernel as a graph: its region (marked), each cut node it reads
+ * (not a buffer view) a placeholder; built sources first, so it costs the
+ * region, not top's whole graph. */
+static const UOp *trial_graph(Cone *c, const UOp *top, const char *device) {
+  const UOp **built = calloc(c->n, sizeof *built), *out = NULL; /* by number */
+  bool ok = built != NULL;
+  for (size_t i = 0; ok && i < c->n; i++) {
+    const UOp *u = c->order[i];
+    uint32_t at = num_of(c, u);
+    if (!c->region[at]) continue;
+    if (u != top && is_cut(c, u) && !schedule_view_buffer(u)) {
+      ok = (built[at] = placeholder(c->ctx, u, device)) != NULL;
+      continue;
+    }
+    const UOp *small[8], **src = u->nsrc <= 8 ? small : malloc(u->nsrc * sizeof *src);
+    ok = src != NULL;
+    for (uint32_t k = 0; ok && k < u->nsrc; k++) { /* a source out of the region is a cut node a level further */
+      uint32_t s = num_of(c, u->src[k]);
+      if (s != NODEMAP_NONE && c->region[s]) src[k] = built[s];
+      else src[k] = schedule_view_buffer(u->src[k]) ? u->src[k] : placeholder(c->ctx, u->src[k], device);
+      ok = src[k] != NULL;
+    }
+    if (ok) ok = (built[at] = uop_replace_src(c->ctx, u, src, u->nsrc)) != NULL;
+    if (src != small) free(src);
+  }
+  if (ok) out = built[num_of(c, top)];
+  free(built);
+  return out;
+}
+
+/* The kernel of top's region, rangeified and shaped by the heuristics;
+ * *inputs: its input BUFFERs (malloc'd). */
+static const UOp *trial_kernel(Cone *c, const UOp *top, const ScheduleTarget *t, const UOp ***inputs, size_t *ninputs) {
+  Ctx *ctx = c->ctx;
+  const UOp *x = trial_graph(c, top, ctx_intern_string(ctx, t->device, strlen(t->device)));
   const UOp *k = x ? rangeify_kernel(ctx, x, t->index_bits, inputs, ninputs) : NULL;
   OptConfig heuristics = {0};
   return k ? opt_apply(ctx, k, &t->opt, &heuristics) : NULL;
 }
 
-/* Marks in region[] the nodes of top's kernel: reached from top without
- * passing a cut node other than top (the cut nodes at its edge marked too). */
-static void mark_region(const UOp *top, const unsigned char *cut, unsigned char *region, const UOp **stack) {
-  size_t sp = 0;
-  stack[sp++] = top, region[top->id] = 1;
-  while (sp > 0) {
-    const UOp *u = stack[--sp];
-    if (u != top && cut[u->id]) continue;
-    for (uint32_t k = 0; k < u->nsrc; k++)
-      if (!region[u->src[k]->id]) region[u->src[k]->id] = 1, stack[sp++] = u->src[k];
-  }
-}
-
-/* Room for the nodes made since the tables were sized: zeroed entries. */
-static bool grow_tables(Ctx *ctx, size_t *size, unsigned char **cut, const UOp ***into) {
-  if (ctx->nnodes <= *size) return true;
-  unsigned char *c = realloc(*cut, ctx->nnodes);
-  if (c) *cut = c;
-  const UOp **i = c ? realloc(*into, ctx->nnodes * sizeof *i) : NULL;
-  if (i) *into = i;
-  if (!i) return false;
-  memset(c + *size, 0, ctx->nnodes - *size), memset(i + *size, 0, (ctx->nnodes - *size) * sizeof *i);
-  *size = ctx->nnodes;
-  return true;
-}
+/* ---- the pass ---- */
 
 /* A substitution of one node whose rebuilt users take their originals'
- * cut and into (tables by node id, grown as nodes are made). */
+ * marks. */
 typedef struct Follow {
-  Ctx *ctx;
   const UOp *from, *to;
-  unsigned char **cut;
-  const UOp ***into;
-  size_t *size;
+  Cuts *cuts;
   bool ok;
 } Follow;
 
 static const UOp *follow(void *user, const UOp *u, const UOp *rebuilt) {
   Follow *f = user;
   const UOp *out = u == f->from ? f->to : rebuilt;
-  if (out != u && out && (f->ok = f->ok && grow_tables(f->ctx, f->size, f->cut, f->into)))
-    (*f->cut)[out->id] = (*f->cut)[u->id], (*f->into)[out->id] = (*f->into)[u->id];
+  if (out != u && out && f->ok) {
+    uint32_t from = cuts_add(f->cuts, u), to = from != NODEMAP_NONE ? cuts_add(f->cuts, out) : NODEMAP_NONE;
+    f->ok = to != NODEMAP_NONE;
+    if (f->ok) f->cuts->cut[to] = f->cuts->cut[from], f->cuts->into[to] = f->cuts->into[from];
+  }
   return out;
 }
 
-/* The set of cuts a try takes into top's kernel, marked in set[]: for each
- * cut max M in top's graph, the cuts whose graph holds M (the softmax
- * between M and top: its quotient, its sum), M, and the cuts M's own
- * kernel reads (its scores); not top, not roots. false when there is none,
- * or when top's kernel reduces nothing of its own (top is the softmax
- * itself, not a matmul after it: it would still write the T·T matrix). */
-static bool online_set(Ctx *ctx, const UOp *top, const UOp *const *cone, size_t m, const unsigned char *cut,
-                       const unsigned char *root, unsigned char *set, unsigned char *region, const UOp **stack) {
-  bool any = false, reduces = false;
-  for (size_t c = 0; c < m; c++) region[cone[c]->id] = 0;
-  mark_region(top, cut, region, stack);
-  for (size_t c = 0; c < m; c++) reduces |= region[cone[c]->id] && cone[c]->op == UJ_OP_REDUCE && (cone[c] == top || !cut[cone[c]->id]);
-  for (size_t i = 0; reduces && i < m; i++) {
-    const UOp *max = cone[i];
-    if (max == top || !is_max(max) || !cut[max->id]) continue;
-    set[max->id] = 1, any = true;
-    for (size_t c = 0; c < m; c++) /* cuts above M */
-      if (cone[c] != top && cut[cone[c]->id] && cone[c] != max && opt_contains(ctx, cone[c], max)) set[cone[c]->id] = 1;
-    for (size_t c = 0; c < m; c++) region[cone[c]->id] = 0;
-    mark_region(max, cut, region, stack); /* cuts at the edge of M's kernel */
-    for (size_t c = 0; c < m; c++)
-      if (cone[c] != max && region[cone[c]->id] && cut[cone[c]->id] && !schedule_view_buffer(cone[c])) set[cone[c]->id] = 1;
-  }
-  for (size_t i = 0; i < m; i++)
-    if (root[cone[i]->id] && cone[i] != top) set[cone[i]->id] = 0;
-  return any;
+/* What the tries share: the graph, its roots and users, the cuts. */
+typedef struct Fuse {
+  Ctx *ctx;
+  const UOp *sink;
+  NodeMap roots;
+  Users users;
+  Cuts *cuts;
+  const ScheduleTarget *target;
+  KernelWalk walk; /* weighs a try's kernel */
+} Fuse;
+
+/* One try with top's cone: the set's cuts cleared and, when the kernel is
+ * kept, *staged the node to put in top's place (top itself when none). A
+ * kernel past SCHEDULE_KERNEL_BUDGET is not tried. */
+static bool try_fuse(Fuse *f, Cone *c, const UOp *top, const UOp **staged) {
+  Ctx *ctx = c->ctx;
+  bool ok = true, any = online_set(c, top, &f->roots);
+  if (!any) any = row_set(c, top, &f->roots, f->cuts, &ok);
+  for (size_t k = 0; any && ok && k < c->n; k++)
+    if (c->set[k]) ok = cuts_set(f->cuts, c->nodes[k], false);
+  size_t weight = any && ok ? schedule_kernel_weight(&f->walk, f->cuts, top, SCHEDULE_KERNEL_BUDGET) : 0;
+  ok = ok && weight != SIZE_MAX;
+  if (any && ok) mark_region(c, top);
+  bool fits = any && ok && weight <= SCHEDULE_KERNEL_BUDGET && alone(c, top, f->sink, &f->users);
+  const UOp **inputs = NULL, *kernel = NULL;
+  size_t ninputs = 0;
+  if (fits) kernel = trial_kernel(c, top, f->target, &inputs, &ninputs), ok = kernel != NULL;
+  bool keep = kernel && !recomputes(ctx, kernel, &ok) && ok;
+  if (keep) *staged = stage_gathered(ctx, top, kernel, inputs, ninputs), ok = *staged != NULL;
+  free(inputs);
+  for (size_t k = 0; any && !keep && k < c->n; k++) /* a try not kept puts its cuts back */
+    if (c->set[k] && !cuts_set(f->cuts, c->nodes[k], true)) ok = false;
+  return ok;
 }
 
-/* Whether cut node x's own kernel computes a REDUCE (the cuts at its edge
- * count); seen[]: scratch by node id, zero before and after (the nodes
- * visited are stack[0 .. tail), a queue). */
-static bool holds_reduce(const UOp *x, const unsigned char *cut, unsigned char *seen, const UOp **stack) {
-  size_t head = 0, tail = 0;
-  bool found = false;
-  stack[tail++] = x, seen[x->id] = 1;
-  while (head < tail && !found) {
-    const UOp *u = stack[head++];
-    found = is_reduce(u);
-    if (u != x && cut[u->id]) continue;
-    for (uint32_t k = 0; k < u->nsrc; k++)
-      if (!seen[u->src[k]->id]) seen[u->src[k]->id] = 1, stack[tail++] = u->src[k];
+bool schedule_fuse_online(Ctx *ctx, const UOp **sink_io, Cuts *cuts, const ScheduleTarget *t) {
+  Fuse f = {.ctx = ctx, .sink = *sink_io, .roots = nodemap_make(ctx), .cuts = cuts, .target = t, .walk = {.num = nodemap_make(ctx)}};
+  bool ok = users_make(ctx, f.sink, &f.users);
+  for (uint32_t r = 0; ok && r < f.sink->nsrc; r++) ok = nodemap_add(&f.roots, f.sink->src[r]) != NODEMAP_NONE;
+  for (size_t i = 0; ok && i < f.users.t.n; i++) { /* sources first: a softmax joins the nearest kernel that can take it */
+    const UOp *top = f.users.t.nodes[i], *staged = top;
+    if (top == f.sink || !cuts_is_cut(cuts, top)) continue;
+    Cone c;
+    if (cone_make(ctx, cuts, top, &c, &ok)) ok = try_fuse(&f, &c, top, &staged);
+    cone_free(&c);
+    if (!ok || staged == top) continue;
+    /* top reads a staged copy: a new node in place of top; its users are rebuilt, their marks follow */
+    Follow fw = {top, staged, cuts, true};
+    f.sink = graph_substitute(ctx, f.sink, follow, &fw);
+    users_free(&f.users);
+    ok = f.sink && fw.ok && users_make(ctx, f.sink, &f.users);
+    for (i = 0; ok && i < f.users.t.n && f.users.t.nodes[i] != staged; i++) {} /* go on above the new node */
   }
-  while (tail > 0) seen[stack[--tail]->id] = 0;
-  return found;
-}
-
-/* The set of cuts a row try takes into top's kernel, marked in set[] and
- * cleared in cut[]: the cuts at the edge of top's kernel whose own kernels
- * reduce (a normalization's mean, and its 1/sqrt(variance), cut as a
- * broadcast costly op; softmax's max and sum), then those at the edge of
- * the kernel so grown, until none is left; not roots, not buffers. The
- * optimizer then stores each reduction once per row before the loop over
- * the row's outputs (lib/opt/hoist.c), and the trial is kept only if
- * nothing is computed again for a loop it does not read. false when there
- * is none. */
-static bool row_set(const UOp *top, const UOp *const *cone, size_t m, unsigned char *cut, const unsigned char *root,
-                    unsigned char *set, unsigned char *region, const UOp **stack, unsigned char *seen) {
-  bool any = false, grew = true;
-  while (grew) {
-    grew = false;
-    for (size_t c = 0; c < m; c++) region[cone[c]->id] = 0;
-    mark_region(top, cut, region, stack);
-    for (size_t c = 0; c < m; c++) {
-      const UOp *x = cone[c];
-      if (x == top || !region[x->id] || !cut[x->id] || root[x->id] || schedule_view_buffer(x)) continue;
-      if (holds_reduce(x, cut, seen, stack)) set[x->id] = 1, cut[x->id] = 0, any = grew = true;
-    }
-  }
-  return any;
-}
-
-bool schedule_fuse_online(Ctx *ctx, const UOp **sink_io, unsigned char **cut_io, const UOp ***into_io, const ScheduleTarget *t) {
-  const UOp *sink = *sink_io, **all = NULL;
-  size_t n = uop_toposort(ctx, sink, &all), size = ctx->nnodes, cap = 0;
-  unsigned char *set = NULL, *region = NULL, *root = NULL, *seen = NULL;
-  const UOp **stack = NULL;
-  bool ok = n > 0;
-  for (size_t i = 0; ok && i < n; i++) { /* sources first: a softmax joins the nearest kernel that can take it */
-    const UOp *top = all[i], **cone = NULL;
-    if (ctx->nnodes > cap) { /* by node id, for the nodes made so far (tries make more) */
-      free(set), free(region), free(root), free(stack), free(seen);
-      cap = ctx->nnodes;
-      set = calloc(cap, 1), region = calloc(cap, 1), root = calloc(cap, 1), stack = malloc(cap * sizeof *stack);
-      seen = calloc(cap, 1);
-      ok = set && region && root && stack && seen;
-      for (uint32_t r = 0; ok && r < sink->nsrc; r++) root[sink->src[r]->id] = 1;
-    }
-    if (!ok || top == sink || !(*cut_io)[top->id]) continue;
-    size_t m = uop_toposort(ctx, top, &cone);
-    ok = m > 0;
-    unsigned char *cut = *cut_io;
-    bool any = ok && online_set(ctx, top, cone, m, cut, root, set, region, stack);
-    if (ok && !any) any = row_set(top, cone, m, cut, root, set, region, stack, seen);
-    for (size_t c = 0; any && c < m; c++) cut[cone[c]->id] &= !set[cone[c]->id];
-    bool alone = any; /* nothing computed in top's kernel now is read from outside it (but top) */
-    if (alone) memset(region, 0, cap), mark_region(top, cut, region, stack);
-    for (size_t u = 0; alone && u < n; u++)
-      for (uint32_t k = 0; k < all[u]->nsrc && alone; k++) {
-        const UOp *x = all[u]->src[k];
-        alone = !(region[x->id] && x != top && !cut[x->id] && (!region[all[u]->id] || all[u] == sink));
-      }
-    const UOp **inputs = NULL, *kernel = NULL, *staged = NULL;
-    size_t ninputs = 0;
-    if (alone) kernel = trial_kernel(ctx, top, cut, t, &inputs, &ninputs), ok = kernel != NULL;
-    bool keep = kernel && !recomputes(ctx, kernel, &ok) && ok;
-    if (keep) staged = stage_gathered(ctx, top, kernel, inputs, ninputs), ok = staged != NULL;
-    free(inputs);
-    for (size_t c = 0; c < m; c++) { /* a try not kept puts its cuts back */
-      if (any && !keep) cut[cone[c]->id] |= set[cone[c]->id];
-      set[cone[c]->id] = 0;
-    }
-    free(cone);
-    if (!ok || !keep || staged == top) continue;
-    /* top reads a staged copy: a new node in place of top; its users are rebuilt, their cut and into follow */
-    Follow f = {ctx, top, staged, cut_io, into_io, &size, true};
-    sink = graph_substitute(ctx, sink, follow, &f);
-    ok = sink && f.ok;
-    free(all), all = NULL;
-    n = ok ? uop_toposort(ctx, sink, &all) : 0;
-    ok = ok && n > 0 && grow_tables(ctx, &size, cut_io, into_io);
-    for (i = 0; ok && i < n && all[i] != staged; i++) {} /* go on above the new node */
-  }
-  free(all), free(set), free(region), free(root), free(stack), free(seen);
+  users_free(&f.users);
+  nodemap_free(&f.roots);
+  kernel_walk_free(&f.walk);
   if (!ok && !ctx->error[0]) ctx_set_error(ctx, "schedule: out of memory");
-  *sink_io = sink;
+  if (f.sink) *sink_io = f.sink;
   return ok;
 }

@@ -4,11 +4,18 @@
  *         ──cache──> a schedule made before for this graph (cache.c), or:
  *         ──cuts───> STAGE(x) around each root and each broadcast REDUCE;
  *                    STAGE(x, B) for a root written into BUFFER B
+ *         ──fuse───> cuts taken back into kernels that reduce (fuse.c)
+ *         ──budget─> cuts that keep each kernel, and each value several
+ *                    kernels compute, within a size (budget_cuts)
  *         ──kernels> (STAGE x) -> RESHAPE(BUFFER): x's kernel (rangeify),
  *                    made bottom-up, so producers come before consumers
  *         ──plan───> deps, levels, temps sharing slabs of memory
  * Cuts depend on a node's users, which rules do not see, so they are a
- * substitution (graph_substitute); the kernels are one rewrite rule. */
+ * substitution (graph_substitute); the kernels are one rewrite rule. Every
+ * step costs what the graph holds (docs/schedule.md, "Cost"): the marks
+ * are by node (Cuts, a NodeMap), the fusion tries look at a bounded cone,
+ * the budget's exact counts stop at the budget, the plan's walks at
+ * PLAN_MAX_VISITS items. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +30,7 @@ typedef struct Scheduler {
   Ctx *ctx;
   int64_t *next_id;
   const ScheduleTarget *target;
-  const unsigned char *cut; /* by node id: wrap in a STAGE */
-  const UOp **into;         /* by node id: the BUFFER a root is written into */
+  const Cuts *cuts; /* which nodes to wrap in a STAGE, and into what */
   ScheduleItem *items;
   size_t nitems, cap;
 } Scheduler;
@@ -34,6 +40,45 @@ const UOp *schedule_view_buffer(const UOp *view) {
 }
 
 /* ---- cuts ---- */
+
+uint32_t cuts_add(Cuts *c, const UOp *u) {
+  uint32_t k = nodemap_add(&c->num, u);
+  if (k == NODEMAP_NONE || k < c->cap) return k;
+  size_t cap = c->cap ? 2 * c->cap : 256;
+  while (cap <= k) cap *= 2;
+  unsigned char *cut = realloc(c->cut, cap);
+  if (cut) c->cut = cut;
+  const UOp **into = cut ? realloc(c->into, cap * sizeof *into) : NULL;
+  if (!into) return ctx_set_error(c->num.ctx, "schedule: out of memory"), NODEMAP_NONE;
+  c->into = into;
+  memset(c->cut + c->cap, 0, cap - c->cap), memset(c->into + c->cap, 0, (cap - c->cap) * sizeof *c->into);
+  c->cap = cap;
+  return k;
+}
+
+bool cuts_is_cut(const Cuts *c, const UOp *u) {
+  uint32_t k = nodemap_find(&c->num, u);
+  return k != NODEMAP_NONE && c->cut[k];
+}
+
+const UOp *cuts_into(const Cuts *c, const UOp *u) {
+  uint32_t k = nodemap_find(&c->num, u);
+  return k == NODEMAP_NONE ? NULL : c->into[k];
+}
+
+bool cuts_set(Cuts *c, const UOp *u, bool cut) {
+  uint32_t k = cuts_add(c, u);
+  if (k != NODEMAP_NONE) c->cut[k] = cut;
+  return k != NODEMAP_NONE;
+}
+
+void cuts_free(Cuts *c) {
+  nodemap_free(&c->num);
+  free(c->cut), free(c->into);
+  c->cut = NULL, c->into = NULL, c->cap = 0;
+}
+
+static uint32_t at(const Cuts *c, const UOp *u) { return nodemap_find(&c->num, u); }
 
 static bool is_tensor_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1; }
 
@@ -49,48 +94,224 @@ bool schedule_is_costly(const UOp *u) {
  * and so is a broadcast costly op (schedule_is_costly). Then sources first: a node
  * holding a REDUCE that is not cut, read by two nodes, is cut (attention's
  * scaled scores: their max and their exp would each compute them). bcast
- * bit 1: broadcast; bit 2: holds a REDUCE not cut. */
-static unsigned char *find_cuts(Ctx *ctx, const UOp *sink, const UOp *const *into) {
+ * bit 1: broadcast; bit 2: holds a REDUCE not cut. The sink's nodes are
+ * numbered in c (its `into` set for the roots given one) in topological
+ * order. */
+static bool find_cuts(Ctx *ctx, const UOp *sink, const UOp *const *into, Cuts *c) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, sink, &nodes);
-  unsigned char *cut = n ? calloc(ctx->nnodes, 1) : NULL, *bcast = n ? calloc(ctx->nnodes, 1) : NULL;
-  unsigned char *users = n ? calloc(ctx->nnodes, 1) : NULL; /* distinct users, up to 2 */
-  if (!cut || !bcast || !users) {
-    free(nodes), free(cut), free(bcast), free(users);
-    return ctx_set_error(ctx, "schedule: out of memory"), NULL;
+  unsigned char *bcast = n ? calloc(n, 1) : NULL, *users = n ? calloc(n, 1) : NULL; /* users: distinct, up to 2 */
+  bool ok = bcast && users && nodemap_reserve(&c->num, n);
+  for (size_t k = 0; ok && k < n; k++) ok = cuts_add(c, nodes[k]) == k;
+  if (!ok) {
+    free(nodes), free(bcast), free(users);
+    return ctx_set_error(ctx, "schedule: out of memory"), false;
   }
+  unsigned char *cut = c->cut;
+  for (uint32_t i = 0; into && i < sink->nsrc; i++) c->into[at(c, sink->src[i])] = into[i];
   for (size_t k = 0; k < n; k++)
     for (uint32_t i = 0; nodes[k] != sink && i < nodes[k]->nsrc; i++) {
       bool again = false; /* a source read twice by one user counts once */
       for (uint32_t j = 0; j < i && !again; j++) again = nodes[k]->src[j] == nodes[k]->src[i];
-      if (!again && users[nodes[k]->src[i]->id] < 2) users[nodes[k]->src[i]->id]++;
+      if (!again && users[at(c, nodes[k]->src[i])] < 2) users[at(c, nodes[k]->src[i])]++;
     }
   for (uint32_t i = 0; i < sink->nsrc; i++) { /* a root that is a buffer needs no kernel (unless it goes elsewhere) */
-    const UOp *r = sink->src[i], *b = schedule_view_buffer(r);
-    cut[r->id] = !b || (into[r->id] && into[r->id] != b);
+    const UOp *r = sink->src[i], *b = schedule_view_buffer(r), *to = c->into[at(c, r)];
+    cut[at(c, r)] = !b || (to && to != b);
   }
   for (size_t k = n; k-- > 0;) {
     const UOp *u = nodes[k];
-    if ((is_tensor_reduce(u) || schedule_is_costly(u)) && bcast[u->id]) cut[u->id] = 1;
+    if ((is_tensor_reduce(u) || schedule_is_costly(u)) && bcast[k]) cut[k] = 1;
     for (uint32_t i = 0; u != sink && i < u->nsrc; i++)
-      bcast[u->src[i]->id] |= u->op == UJ_OP_EXPAND || (bcast[u->id] && !cut[u->id]); /* bit 1 only so far */
+      bcast[at(c, u->src[i])] |= u->op == UJ_OP_EXPAND || (bcast[k] && !cut[k]); /* bit 1 only so far */
   }
   /* sources first: a node that holds a fused REDUCE and has two users is cut, or each computes the reduction */
   for (size_t k = 0; k < n; k++) {
     const UOp *u = nodes[k];
     bool holds = is_tensor_reduce(u);
-    for (uint32_t i = 0; u != sink && i < u->nsrc && !holds; i++) holds = bcast[u->src[i]->id] & 2 && !cut[u->src[i]->id];
-    if (holds && users[u->id] > 1 && u != sink) cut[u->id] = 1;
-    bcast[u->id] |= holds ? 2 : 0;
+    for (uint32_t i = 0; u != sink && i < u->nsrc && !holds; i++) holds = bcast[at(c, u->src[i])] & 2 && !cut[at(c, u->src[i])];
+    if (holds && users[k] > 1 && u != sink) cut[k] = 1;
+    bcast[k] |= holds ? 2 : 0;
   }
   free(nodes), free(bcast), free(users);
-  return cut;
+  return true;
+}
+
+/* ---- kernel size ---- */
+
+unsigned schedule_weight(const UOp *u) {
+  switch (u->op) {
+  case UJ_OP_EXP2: case UJ_OP_LOG2: case UJ_OP_SIN: return 32;
+  case UJ_OP_BUFFER: case UJ_OP_CONST: case UJ_OP_DEFINE_VAR: return 0;
+  default: return 1;
+  }
+}
+
+enum { WEIGHT_CAP = 1 << 30 }; /* estimates saturate here (shared nodes counted on every path grow fast) */
+
+void kernel_walk_free(KernelWalk *w) {
+  nodemap_free(&w->num);
+  free(w->stamp), free(w->stack), free(w->scopes);
+  memset(w, 0, sizeof *w);
+}
+
+/* Room for one more on a stack of UOp pointers; false when out of memory. */
+static bool room(const UOp ***stack, size_t n, size_t *cap) {
+  if (n < *cap) return true;
+  size_t grown = *cap ? 2 * *cap : 256;
+  const UOp **s = realloc(*stack, grown * sizeof *s);
+  if (!s) return false;
+  *stack = s, *cap = grown;
+  return true;
+}
+
+/* Whether u was met in this scope already; marks it (*ok false when out
+ * of memory). */
+static bool met(KernelWalk *w, const UOp *u, bool *ok) {
+  uint32_t k = nodemap_add(&w->num, u);
+  if (k != NODEMAP_NONE && k >= w->cap) {
+    size_t cap = w->cap ? 2 * w->cap : 256;
+    while (cap <= k) cap *= 2;
+    uint32_t *stamp = realloc(w->stamp, cap * sizeof *stamp);
+    if (!stamp) k = NODEMAP_NONE;
+    else memset(stamp + w->cap, 0, (cap - w->cap) * sizeof *stamp), w->stamp = stamp, w->cap = cap;
+  }
+  if (k == NODEMAP_NONE) return *ok = false, true;
+  bool before = w->stamp[k] == w->walk;
+  w->stamp[k] = w->walk;
+  return before;
+}
+
+size_t schedule_kernel_weight(KernelWalk *w, const Cuts *cuts, const UOp *top, size_t limit) {
+  size_t total = 0, nscopes = 0, sp = 0;
+  bool ok = room(&w->scopes, 0, &w->cap_scopes);
+  if (ok) w->scopes[nscopes++] = top;
+  while (ok && nscopes > 0 && total <= limit) { /* a scope: top's, or a REDUCE's value */
+    w->walk++;
+    const UOp *x = w->scopes[--nscopes];
+    ok = room(&w->stack, 0, &w->cap_stack);
+    if (ok && !met(w, x, &ok)) w->stack[sp++] = x;
+    while (ok && sp > 0 && total <= limit) {
+      const UOp *u = w->stack[--sp];
+      w->num.ctx->work++;
+      if (u != top && cuts_is_cut(cuts, u)) {
+        total += 1;
+        continue;
+      }
+      total += schedule_weight(u);
+      if (is_tensor_reduce(u)) {
+        ok = room(&w->scopes, nscopes, &w->cap_scopes);
+        if (ok) w->scopes[nscopes++] = u->src[0];
+        continue;
+      }
+      for (uint32_t i = 0; ok && i < u->nsrc; i++)
+        if (!met(w, u->src[i], &ok) && (ok = room(&w->stack, sp, &w->cap_stack))) w->stack[sp++] = u->src[i];
+    }
+    sp = 0;
+  }
+  if (!ok) ctx_set_error(w->num.ctx, "schedule: out of memory");
+  return ok ? total : SIZE_MAX;
+}
+
+/* The kernels' sizes, sources first: est, by place in t, is the weight of
+ * a node's kernel were it cut, an upper bound from its sources' (shared
+ * nodes counted on every path), counted exactly when over the budget. */
+typedef struct Budget {
+  Topo t;
+  Cuts *cuts;
+  uint32_t *est;
+  KernelWalk walk;
+} Budget;
+
+/* What source s adds to its user's kernel: a load when it is cut. */
+static uint32_t contrib(const Budget *b, const UOp *s) {
+  return cuts_is_cut(b->cuts, s) ? 1 : b->est[topo_at(&b->t, s)];
+}
+
+/* Whether s may be cut (written out): it computes something (an ALU op or
+ * a REDUCE: no view, no movement) and is no bigger than its largest source
+ * that is not an EXPAND (no broadcast product, as a matmul's, which no
+ * program holds as a tensor). */
+static bool cuttable(const Cuts *cuts, const UOp *s) {
+  if (cuts_is_cut(cuts, s) || !(op_has((Op)s->op, OPF_ALU) || is_tensor_reduce(s))) return false;
+  int64_t n = shape_numel(s->shape, s->ndim);
+  for (uint32_t i = 0; i < s->nsrc; i++)
+    if (s->src[i]->op != UJ_OP_EXPAND && shape_numel(s->src[i]->shape, s->src[i]->ndim) >= n) return true;
+  return false;
+}
+
+/* u's estimate from its sources' (each distinct one once); when over the
+ * budget, counted exactly, and its heaviest sources cut until it fits (or
+ * none can be). Then, when u is in several kernels (shared) and weighs
+ * more than SCHEDULE_SHARED_BUDGET, u itself is cut: each of them would
+ * compute it again. false when out of memory. */
+static bool budget_node(Budget *b, const UOp *u, bool shared) {
+  uint64_t e = schedule_weight(u);
+  for (uint32_t i = 0; i < u->nsrc; i++) {
+    bool again = false;
+    for (uint32_t j = 0; j < i && !again; j++) again = u->src[j] == u->src[i];
+    if (!again) e += contrib(b, u->src[i]);
+  }
+  if (e > SCHEDULE_KERNEL_BUDGET) e = schedule_kernel_weight(&b->walk, b->cuts, u, SCHEDULE_KERNEL_BUDGET);
+  while (e > SCHEDULE_KERNEL_BUDGET && e != SIZE_MAX) {
+    const UOp *heaviest = NULL;
+    for (uint32_t i = 0; i < u->nsrc; i++)
+      if (cuttable(b->cuts, u->src[i]) && (!heaviest || contrib(b, u->src[i]) > contrib(b, heaviest))) heaviest = u->src[i];
+    if (!heaviest) break; /* nothing to cut: the kernel stays big */
+    if (!cuts_set(b->cuts, heaviest, true)) return false;
+    e = schedule_kernel_weight(&b->walk, b->cuts, u, SCHEDULE_KERNEL_BUDGET);
+  }
+  if (shared && e > SCHEDULE_SHARED_BUDGET && e != SIZE_MAX && cuttable(b->cuts, u)) {
+    e = schedule_kernel_weight(&b->walk, b->cuts, u, SCHEDULE_SHARED_BUDGET);
+    if (e > SCHEDULE_SHARED_BUDGET && e != SIZE_MAX && !cuts_set(b->cuts, u, true)) return false;
+  }
+  if (e == SIZE_MAX) return false;
+  b->est[topo_at(&b->t, u)] = e < WEIGHT_CAP ? (uint32_t)e : WEIGHT_CAP;
+  return true;
+}
+
+enum { OWNER_NONE = UINT32_MAX, OWNER_MANY = UINT32_MAX - 1 };
+
+/* Users first: by place, the cut node whose kernel holds each node
+ * (OWNER_MANY when several do: the node is computed in each). */
+static uint32_t *find_owners(const Budget *b, const UOp *sink) {
+  uint32_t *owner = malloc((b->t.n ? b->t.n : 1) * sizeof *owner);
+  for (size_t k = 0; owner && k < b->t.n; k++) owner[k] = OWNER_NONE;
+  for (size_t k = b->t.n; owner && k-- > 0;) {
+    const UOp *u = b->t.nodes[k];
+    if (u == sink) continue;
+    uint32_t mine = cuts_is_cut(b->cuts, u) ? (uint32_t)k : owner[k];
+    for (uint32_t i = 0; i < u->nsrc; i++) {
+      uint32_t *o = &owner[topo_at(&b->t, u->src[i])];
+      *o = *o == OWNER_NONE ? mine : *o == mine ? mine : OWNER_MANY;
+    }
+  }
+  return owner;
+}
+
+/* Cuts that keep kernels small, sources first: a node whose kernel would
+ * weigh more than SCHEDULE_KERNEL_BUDGET has its heaviest sources cut, and
+ * a node computed in several kernels is cut when it weighs more than
+ * SCHEDULE_SHARED_BUDGET. A chain of n ops becomes n / budget kernels, a
+ * chain of n kernels that each read the last one's value no longer
+ * computes all of it again (n^2); a graph that fits is left as it is.
+ * Linear: the exact counts stop at the budget. */
+static bool budget_cuts(Ctx *ctx, const UOp *sink, Cuts *cuts) {
+  Budget b = {.cuts = cuts, .walk = {.num = nodemap_make(ctx)}};
+  bool ok = topo_make(ctx, sink, &b.t);
+  b.est = ok ? calloc(b.t.n, sizeof *b.est) : NULL;
+  uint32_t *owner = b.est ? find_owners(&b, sink) : NULL;
+  ok = owner != NULL;
+  for (size_t k = 0; ok && k < b.t.n; k++) ok = b.t.nodes[k] == sink || budget_node(&b, b.t.nodes[k], owner[k] == OWNER_MANY);
+  topo_free(&b.t), free(b.est), free(owner), kernel_walk_free(&b.walk);
+  if (!ok && !ctx->error[0]) ctx_set_error(ctx, "schedule: out of memory");
+  return ok;
 }
 
 static const UOp *wrap_cut(void *user, const UOp *u, const UOp *rebuilt) {
   Scheduler *s = user;
-  const UOp *src[2] = {rebuilt, s->into[u->id]};
-  return s->cut[u->id] ? uop_new(s->ctx, UJ_OP_STAGE, rebuilt->dtype, src, src[1] ? 2 : 1, arg_none()) : rebuilt;
+  const UOp *src[2] = {rebuilt, cuts_into(s->cuts, u)};
+  return cuts_is_cut(s->cuts, u) ? uop_new(s->ctx, UJ_OP_STAGE, rebuilt->dtype, src, src[1] ? 2 : 1, arg_none()) : rebuilt;
 }
 
 /* ---- kernels ---- */
@@ -209,128 +430,164 @@ static const Rule stage_rules[] = {
 
 /* ---- the plan ---- */
 
-static long producer(const Schedule *s, const UOp *buffer) {
-  for (size_t i = 0; i < s->nitems; i++)
-    if (s->items[i].output == buffer) return (long)i;
-  return -1;
+enum { PLAN_MAX_VISITS = 64 };     /* items a walk down the deps looks at */
+enum { PLAN_MAX_CANDIDATES = 8 };  /* dead slabs an item tries, the latest first */
+
+/* What the plan knows, linear in the items and their inputs: each
+ * BUFFER's producer and readers (by its number in bufs), each item's last
+ * reader, and a stamp per item for the walks down the deps. */
+typedef struct Plan {
+  Schedule *s;
+  NodeMap bufs;
+  long *producer;          /* by buffer: the first item that writes it, or -1 */
+  size_t *first, *readers; /* by buffer: the items that read it, readers[first[b] .. first[b + 1]) */
+  size_t *last;            /* by item: the last item that reads its output (itself when none) */
+  uint32_t *stamp, walk;   /* by item */
+  size_t *stack;
+} Plan;
+
+static void plan_free(Plan *p) {
+  nodemap_free(&p->bufs);
+  free(p->producer), free(p->first), free(p->readers), free(p->last), free(p->stamp), free(p->stack);
 }
 
-static bool reads(const ScheduleItem *it, const UOp *buffer) {
-  for (size_t k = 0; k < it->ninputs; k++)
-    if (it->inputs[k] == buffer) return true;
-  return false;
-}
-
-static bool add_dep(ScheduleItem *it, size_t dep) {
-  for (size_t k = 0; k < it->ndeps; k++)
-    if (it->deps[k] == dep) return true;
-  size_t *d = realloc(it->deps, (it->ndeps + 1) * sizeof *d);
-  if (!d) return false;
-  it->deps = d, it->deps[it->ndeps++] = dep;
+/* Numbers every BUFFER written or read; lists producers and readers. */
+static bool plan_index(Plan *p) {
+  const Schedule *s = p->s;
+  size_t n = s->nitems, edges = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (nodemap_add(&p->bufs, s->items[i].output) == NODEMAP_NONE) return false;
+    for (size_t k = 0; k < s->items[i].ninputs; k++, edges++)
+      if (nodemap_add(&p->bufs, s->items[i].inputs[k]) == NODEMAP_NONE) return false;
+  }
+  size_t nb = p->bufs.count;
+  p->producer = malloc((nb + 1) * sizeof *p->producer), p->first = calloc(nb + 2, sizeof *p->first);
+  p->readers = malloc((edges + 1) * sizeof *p->readers), p->last = malloc((n + 1) * sizeof *p->last);
+  p->stamp = calloc(n + 1, sizeof *p->stamp), p->stack = malloc((n + 1) * sizeof *p->stack);
+  if (!p->producer || !p->first || !p->readers || !p->last || !p->stamp || !p->stack) return false;
+  for (size_t b = 0; b < nb; b++) p->producer[b] = -1;
+  for (size_t i = n; i-- > 0;) p->producer[nodemap_find(&p->bufs, s->items[i].output)] = (long)i; /* the first wins */
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < s->items[i].ninputs; k++) p->first[nodemap_find(&p->bufs, s->items[i].inputs[k]) + 2]++;
+  for (size_t b = 2; b < nb + 2; b++) p->first[b] += p->first[b - 1];
+  for (size_t i = 0; i < n; i++) /* each buffer's readers in item order */
+    for (size_t k = 0; k < s->items[i].ninputs; k++) p->readers[p->first[nodemap_find(&p->bufs, s->items[i].inputs[k]) + 1]++] = i;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t b = nodemap_find(&p->bufs, s->items[i].output);
+    p->last[i] = i;
+    for (size_t r = p->first[b]; r < p->first[b + 1]; r++)
+      if (p->readers[r] > p->last[i]) p->last[i] = p->readers[r];
+  }
   return true;
 }
 
 /* Whether item j waits for item i, directly or through others (deps
- * point to earlier items; a walk down from j, each item once). */
-static bool waits_for(const Schedule *s, size_t j, size_t i) {
+ * point to earlier items; a walk down from j, each item once, at most
+ * PLAN_MAX_VISITS of them: false past that, which only gives up a reuse). */
+static bool waits_for(Plan *p, size_t j, size_t i) {
   if (j == i) return true;
-  unsigned char *seen = calloc(j + 1, 1);
-  size_t *stack = malloc((j + 1) * sizeof *stack), top = 0;
-  bool found = false;
-  if (seen && stack) stack[top++] = j, seen[j] = 1;
-  while (top && !found) {
-    const ScheduleItem *it = &s->items[stack[--top]];
-    for (size_t k = 0; k < it->ndeps && !found; k++) {
+  uint32_t walk = ++p->walk;
+  size_t top = 0, visits = 0;
+  p->stack[top++] = j, p->stamp[j] = walk;
+  while (top > 0 && visits++ < PLAN_MAX_VISITS) {
+    const ScheduleItem *it = &p->s->items[p->stack[--top]];
+    for (size_t k = 0; k < it->ndeps; k++) {
       size_t d = it->deps[k];
-      found = d == i;
-      if (d > i && !seen[d]) seen[d] = 1, stack[top++] = d;
+      if (d == i) return true;
+      if (d > i && p->stamp[d] != walk) p->stamp[d] = walk, p->stack[top++] = d;
     }
   }
-  free(seen), free(stack);
-  return found;
+  return false;
 }
 
 /* Whether j already waits for every item that wrote or read item o's
  * output: then j may reuse that memory without ordering anything new, so
  * independent kernels stay independent. */
-static bool after_users_of(const Schedule *s, size_t j, size_t o) {
-  if (!waits_for(s, j, o)) return false;
-  for (size_t i = o + 1; i < j; i++)
-    if (reads(&s->items[i], s->items[o].output) && !waits_for(s, j, i)) return false;
+static bool after_users_of(Plan *p, size_t j, size_t o) {
+  if (!waits_for(p, j, o)) return false;
+  uint32_t b = nodemap_find(&p->bufs, p->s->items[o].output);
+  for (size_t r = p->first[b]; r < p->first[b + 1]; r++)
+    if (p->readers[r] > o && p->readers[r] < j && !waits_for(p, j, p->readers[r])) return false;
   return true;
-}
-
-static bool is_root_output(const Schedule *s, const UOp *buffer) {
-  for (size_t r = 0; r < s->noutputs; r++)
-    if (schedule_view_buffer(s->outputs[r]) == buffer) return true;
-  return false;
 }
 
 /* Temps take the smallest slab whose occupant is dead (its last reader is
  * an item this one waits for anyway), growing one if none is big enough,
- * else a new one. */
-static bool plan_memory(Schedule *s) {
-  size_t n = s->nitems;
-  size_t *last = calloc(n ? n : 1, sizeof *last), *occupant = calloc(n ? n : 1, sizeof *occupant);
+ * else a new one. A slab is a candidate once its occupant's last reader
+ * has run (the items in order); an item tries the latest PLAN_MAX_CANDIDATES. */
+static bool plan_memory(Plan *p, const NodeMap *roots) {
+  Schedule *s = p->s;
+  size_t n = s->nitems, ndead = 0;
+  size_t *occupant = calloc(n + 1, sizeof *occupant), *dead = malloc((n + 1) * sizeof *dead);
+  long *head = malloc((n + 1) * sizeof *head), *next = malloc((n + 1) * sizeof *next); /* slabs by their occupant's last reader */
   s->slab_of_item = malloc((n ? n : 1) * sizeof *s->slab_of_item);
   s->slab_bytes = calloc(n ? n : 1, sizeof *s->slab_bytes);
-  bool ok = last && occupant && s->slab_of_item && s->slab_bytes;
-  for (size_t i = 0; ok && i < n; i++) {
-    last[i] = i;
-    for (size_t j = i + 1; j < n; j++)
-      if (reads(&s->items[j], s->items[i].output)) last[i] = j;
-  }
+  bool ok = occupant && dead && head && next && s->slab_of_item && s->slab_bytes;
+  for (size_t t = 0; ok && t < n; t++) head[t] = -1;
   for (size_t j = 0; ok && j < n; j++) {
+    for (long k = j > 0 ? head[j - 1] : -1; k >= 0; k = next[k]) dead[ndead++] = (size_t)k;
     const UOp *out = s->items[j].output;
     s->slab_of_item[j] = -1;
-    if (is_root_output(s, out)) continue;
+    if (nodemap_find(roots, out) != NODEMAP_NONE) continue; /* a root's: memory of its own */
     size_t bytes = (size_t)out->ints[1] * elem_bytes(dt_base(out->dtype));
-    long best = -1;
-    for (size_t k = 0; k < s->nslabs; k++) {
-      if (last[occupant[k]] >= j || !after_users_of(s, j, occupant[k])) continue;
-      bool fits = s->slab_bytes[k] >= bytes, best_fits = best >= 0 && s->slab_bytes[best] >= bytes;
-      if (best < 0 || (fits && (!best_fits || s->slab_bytes[k] < s->slab_bytes[best])) ||
-          (!fits && !best_fits && s->slab_bytes[k] > s->slab_bytes[best]))
-        best = (long)k;
+    long best = -1; /* a place in dead */
+    for (size_t c = ndead, tried = 0; c-- > 0 && tried < PLAN_MAX_CANDIDATES; tried++) {
+      size_t k = dead[c];
+      if (!after_users_of(p, j, occupant[k])) continue;
+      size_t kb = s->slab_bytes[k], bb = best >= 0 ? s->slab_bytes[dead[best]] : 0;
+      bool fits = kb >= bytes, best_fits = best >= 0 && bb >= bytes;
+      if (best < 0 || (fits && (!best_fits || kb < bb)) || (!fits && !best_fits && kb > bb)) best = (long)c;
     }
-    if (best < 0) best = (long)s->nslabs++;
-    if (s->slab_bytes[best] < bytes) s->slab_bytes[best] = bytes;
-    occupant[best] = j, s->slab_of_item[j] = best;
+    size_t slab = best >= 0 ? dead[best] : s->nslabs++;
+    if (best >= 0) dead[best] = dead[--ndead];
+    if (s->slab_bytes[slab] < bytes) s->slab_bytes[slab] = bytes;
+    occupant[slab] = j, s->slab_of_item[j] = (long)slab;
+    next[slab] = head[p->last[j]], head[p->last[j]] = (long)slab;
   }
-  free(last), free(occupant);
+  free(occupant), free(dead), free(head), free(next);
   return ok;
 }
 
 static bool plan_deps(Schedule *s) {
-  for (size_t j = 0; j < s->nitems; j++) {
+  Plan p = {.s = s, .bufs = nodemap_make(NULL)};
+  NodeMap roots = nodemap_make(NULL);
+  bool ok = plan_index(&p);
+  for (size_t r = 0; ok && r < s->noutputs; r++) {
+    const UOp *b = schedule_view_buffer(s->outputs[r]);
+    ok = !b || nodemap_add(&roots, b) != NODEMAP_NONE;
+  }
+  for (size_t j = 0; ok && j < s->nitems; j++) { /* deps: the producers of the inputs, each once */
     ScheduleItem *it = &s->items[j];
-    for (size_t k = 0; k < it->ninputs; k++) {
-      long p = producer(s, it->inputs[k]);
-      if (p >= 0 && !add_dep(it, (size_t)p)) return false;
+    uint32_t walk = ++p.walk;
+    it->deps = it->ninputs ? malloc(it->ninputs * sizeof *it->deps) : NULL;
+    ok = !it->ninputs || it->deps;
+    for (size_t k = 0; ok && k < it->ninputs; k++) {
+      long d = p.producer[nodemap_find(&p.bufs, it->inputs[k])];
+      if (d >= 0 && p.stamp[d] != walk) p.stamp[d] = walk, it->deps[it->ndeps++] = (size_t)d;
     }
   }
-  if (!plan_memory(s)) return false;
-  for (size_t j = 0; j < s->nitems; j++) {
+  ok = ok && plan_memory(&p, &roots);
+  for (size_t j = 0; ok && j < s->nitems; j++) {
     ScheduleItem *it = &s->items[j];
     for (size_t k = 0; k < it->ndeps; k++)
       if (s->items[it->deps[k]].level + 1 > it->level) it->level = s->items[it->deps[k]].level + 1;
   }
-  return true;
+  plan_free(&p);
+  nodemap_free(&roots);
+  return ok;
 }
 
 /* ---- the whole ---- */
 
 static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, const UOp *const *into) {
   Ctx *ctx = st->ctx;
-  const UOp **into_by_id = calloc(ctx->nnodes, sizeof *into_by_id);
-  if (!into_by_id) return ctx_set_error(ctx, "schedule: out of memory"), NULL;
-  for (uint32_t i = 0; into && i < sink->nsrc; i++) into_by_id[sink->src[i]->id] = into[i];
-  unsigned char *cut = find_cuts(ctx, sink, into_by_id);
-  if (cut && !schedule_fuse_online(ctx, &sink, &cut, &into_by_id, st->target)) free(cut), cut = NULL;
-  if (!cut) return free(into_by_id), NULL;
-  st->cut = cut, st->into = into_by_id;
-  sink = graph_substitute(ctx, sink, wrap_cut, st);
-  free(cut), free(into_by_id);
+  Cuts cuts = {.num = nodemap_make(ctx)};
+  bool ok = find_cuts(ctx, sink, into, &cuts) && schedule_fuse_online(ctx, &sink, &cuts, st->target) &&
+            budget_cuts(ctx, sink, &cuts);
+  st->cuts = &cuts;
+  sink = ok ? graph_substitute(ctx, sink, wrap_cut, st) : NULL;
+  st->cuts = NULL;
+  cuts_free(&cuts);
   RuleSet *rs = sink ? ruleset_new(ctx, stage_rules, sizeof stage_rules / sizeof *stage_rules) : NULL;
   sink = rs ? graph_rewrite(ctx, sink, rs, st) : NULL;
   ruleset_free(rs);
@@ -343,7 +600,7 @@ static Schedule *schedule_build(Ctx *ctx, const UOp *sink, const UOp *const *int
   Schedule *s = calloc(1, sizeof *s);
   if (s) s->outputs = calloc(sink->nsrc ? sink->nsrc : 1, sizeof *s->outputs);
   if (!s || !s->outputs) return schedule_free(s), ctx_set_error(ctx, "schedule: out of memory"), NULL;
-  Scheduler st = {ctx, next_buffer_id, target, NULL, NULL, NULL, 0, 0};
+  Scheduler st = {ctx, next_buffer_id, target, NULL, NULL, 0, 0};
   sink = cut_and_kernel(&st, sink, into);
   s->items = st.items, s->nitems = st.nitems;
   if (!sink) return schedule_free(s), NULL;

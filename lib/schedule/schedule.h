@@ -19,6 +19,7 @@
 
 #include "opt/opt.h"
 #include "rewrite/rewrite.h"
+#include "uop/nodemap.h"
 
 typedef struct ScheduleItem {
   const UOp *kernel;   /* writes PARAM 0 (output), reads PARAMs 1.. */
@@ -88,14 +89,73 @@ const UOp *schedule_view_buffer(const UOp *view);
  * an element for attention's d = 64). For the cuts and fuse.c. */
 bool schedule_is_costly(const UOp *u);
 
+/* ---- kernel size ---- */
+
+/* The most a kernel holds, in schedule_weight (about the instructions its
+ * loop body becomes): where a fused value would hold more, its sources are
+ * cut. LLVM's passes cost more than linearly in the size of a basic block
+ * (its loop vectorizer, its instruction schedulers: docs/schedule.md,
+ * "Cost"), so a chain of n ops compiles as n / budget kernels of bounded
+ * size, in time linear in n. */
+enum { SCHEDULE_KERNEL_BUDGET = 2048 };
+/* The most a node that several kernels compute (fused into each: an
+ * elementwise value read by two kernels) may weigh before it is cut and
+ * written once: a chain of n kernels that each read the last one's value
+ * would otherwise compute the whole chain again in each (n^2). */
+enum { SCHEDULE_SHARED_BUDGET = 256 };
+/* What a tensor-level node adds to its kernel: 32 for EXP2, LOG2 and SIN
+ * (lowered to polynomials: docs/transcendental.md), 0 for BUFFER, CONST
+ * and DEFINE_VAR, else 1. */
+unsigned schedule_weight(const UOp *u);
+
+/* ---- the cuts, for schedule.c and fuse.c ---- */
+
+/* The scheduler's marks on the tensor graph: whether a node is cut (gets
+ * a kernel of its own: a STAGE) and the BUFFER a root is written into. By
+ * node, through a NodeMap (nodemap.h): as long as the graph, not the
+ * context; nodes made later (fuse.c) are added as they come. */
+typedef struct Cuts {
+  NodeMap num;
+  unsigned char *cut; /* by number */
+  const UOp **into;   /* by number */
+  size_t cap;
+} Cuts;
+
+/* u's number (its marks 0 / NULL when new); NODEMAP_NONE when out of memory. */
+uint32_t cuts_add(Cuts *c, const UOp *u);
+bool cuts_is_cut(const Cuts *c, const UOp *u);
+const UOp *cuts_into(const Cuts *c, const UOp *u);
+/* Sets u's cut mark; false when out of memory. */
+bool cuts_set(Cuts *c, const UOp *u, bool cut);
+void cuts_free(Cuts *c);
+
+/* Walks that weigh kernels, their tables kept from one call to the next. */
+typedef struct KernelWalk {
+  NodeMap num;
+  uint32_t *stamp, walk;  /* by number: the last walk (or scope) that met the node */
+  size_t cap;
+  const UOp **stack, **scopes;
+  size_t cap_stack, cap_scopes;
+} KernelWalk;
+
+/* The weight (schedule_weight) of top's kernel: the nodes reached from
+ * top without passing a cut node other than top, a cut node read as a
+ * load; the nodes under each REDUCE counted again for it (rangeify gives a
+ * REDUCE's input RANGEs of its own, so its nodes are its own). The walk
+ * stops past limit: it costs about limit at most. SIZE_MAX (error set)
+ * when out of memory. */
+size_t schedule_kernel_weight(KernelWalk *w, const Cuts *cuts, const UOp *top, size_t limit);
+void kernel_walk_free(KernelWalk *w);
+
 /* ---- fuse.c, for schedule_make ---- */
-/* Clears the cuts (by node id) inside a root's graph that holds a cut max
- * when the root's graph as one kernel recomputes nothing (online softmax:
- * attention in one kernel); such a root may be replaced in *sink by one
- * that reads a staged, transposed copy of an input (the tables *cut and
- * *into, by node id, grown to match). false (error set) when out of
- * memory. */
-bool schedule_fuse_online(Ctx *ctx, const UOp **sink, unsigned char **cut, const UOp ***into, const ScheduleTarget *t);
+
+/* Clears the cuts a root's kernel takes in (online and row fusion,
+ * docs/schedule.md) when that kernel recomputes nothing; such a root may be
+ * replaced in *sink by one that reads a staged, transposed copy of an input
+ * (its users rebuilt, their marks following). Each try looks at the nodes
+ * within FUSE_DEPTH cuts of its root (at most FUSE_MAX_CONE of them): the
+ * work is linear in the graph. false (error set) when out of memory. */
+bool schedule_fuse_online(Ctx *ctx, const UOp **sink, Cuts *cuts, const ScheduleTarget *t);
 
 /* ---- cache.c, for schedule_make ---- */
 /* A copy of the schedule kept for sink and into (NULL when none, or out
