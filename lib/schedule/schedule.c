@@ -481,11 +481,11 @@ static bool plan_index(Plan *p) {
   return true;
 }
 
-/* Whether item j waits for item i, directly or through others (deps
- * point to earlier items; a walk down from j, each item once, at most
- * PLAN_MAX_VISITS of them: false past that, which only gives up a reuse). */
-static bool waits_for(Plan *p, size_t j, size_t i) {
-  if (j == i) return true;
+/* Marks (stamp == the walk) the items j waits for, directly or through
+ * others, down to item `lowest` (deps point to earlier items): a walk down
+ * from j, each item once, expanding at most PLAN_MAX_VISITS of them (an
+ * item past that is taken as not waited for, which only gives up a reuse). */
+static uint32_t walk_down(Plan *p, size_t j, size_t lowest) {
   uint32_t walk = ++p->walk;
   size_t top = 0, visits = 0;
   p->stack[top++] = j, p->stamp[j] = walk;
@@ -493,21 +493,21 @@ static bool waits_for(Plan *p, size_t j, size_t i) {
     const ScheduleItem *it = &p->s->items[p->stack[--top]];
     for (size_t k = 0; k < it->ndeps; k++) {
       size_t d = it->deps[k];
-      if (d == i) return true;
-      if (d > i && p->stamp[d] != walk) p->stamp[d] = walk, p->stack[top++] = d;
+      if (d >= lowest && p->stamp[d] != walk) p->stamp[d] = walk, p->stack[top++] = d;
     }
   }
-  return false;
+  return walk;
 }
 
 /* Whether j already waits for every item that wrote or read item o's
  * output: then j may reuse that memory without ordering anything new, so
- * independent kernels stay independent. */
+ * independent kernels stay independent. One walk for all of them. */
 static bool after_users_of(Plan *p, size_t j, size_t o) {
-  if (!waits_for(p, j, o)) return false;
+  uint32_t walk = walk_down(p, j, o);
+  if (p->stamp[o] != walk) return false;
   uint32_t b = nodemap_find(&p->bufs, p->s->items[o].output);
   for (size_t r = p->first[b]; r < p->first[b + 1]; r++)
-    if (p->readers[r] > o && p->readers[r] < j && !waits_for(p, j, p->readers[r])) return false;
+    if (p->readers[r] > o && p->readers[r] < j && p->stamp[p->readers[r]] != walk) return false;
   return true;
 }
 
