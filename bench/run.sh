@@ -6,6 +6,8 @@
 #   jit    build/bench_jit [KERNELS]   JIT latency vs clang in a subprocess (default 100)
 #   peers  build/bench_peers [OPTIONS] uopjit vs OpenBLAS, PyTorch, NumPy; installs
 #          them first (bench/install_peers.sh: apt-get, sudo when not root)
+#   scale  bench/scale.py build/uopjit [N...]  time and memory of scheduling and
+#          compiling against a graph's size, per family (default n 1000 .. 16000)
 #
 # Usage: bench/run.sh            every benchmark, with its defaults
 #        bench/run.sh NAME [ARGS]  one benchmark, ARGS passed to it
@@ -14,11 +16,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-benches=(core jit peers)
+benches=(core jit peers scale)
 if [ $# -gt 0 ]; then
   case "$1" in
-    core | jit | peers) benches=("$1"); shift ;;
-    *) echo "usage: bench/run.sh [core|jit|peers] [ARGS]" >&2; exit 2 ;;
+    core | jit | peers | scale) benches=("$1"); shift ;;
+    *) echo "usage: bench/run.sh [core|jit|peers|scale] [ARGS]" >&2; exit 2 ;;
   esac
 fi
 build="${UJ_BENCH_BUILD:-build}"
@@ -41,7 +43,9 @@ fi
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 targets=()
-for name in "${benches[@]}"; do targets+=("bench_$name"); done
+for name in "${benches[@]}"; do
+  if [ "$name" = scale ]; then targets+=(uopjit_tool); else targets+=("bench_$name"); fi
+done
 cmake --build "$build" -j"${UJ_JOBS:-2}" --target "${targets[@]}" >/dev/null
 
 table=$(mktemp)
@@ -64,7 +68,9 @@ paste_table() {
 }
 
 for name in "${benches[@]}"; do
-  "$build/bench_$name" "$@" >"$table"
+  if [ "$name" = scale ]; then python3 bench/scale.py "$build/uopjit" "$@" >"$table"
+  else "$build/bench_$name" "$@" >"$table"
+  fi
   if [ "$name" != peers ]; then # bench_peers writes its own machine line
     printf '\n%s, one thread, %s.\n' "${cpu:-unknown CPU}" "$(date -u +%Y-%m-%d)" >>"$table"
   fi
