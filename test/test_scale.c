@@ -5,7 +5,9 @@
  * the side-table slots they make. Each family is built at two sizes, n and
  * 2n; its work must grow at most 2.5 times (linear: 2; quadratic: 4).
  * Families: a small walk inside a big context (must cost what it visits),
- * a session of n realize steps (each step's work flat), n chained kernels
+ * a session of n realize steps (each step's work flat), a training loop's
+ * session (assignments, frees: the realized-node map collected and
+ * forgotten each step), n chained kernels
  * in one schedule (x - max(x), each max cut: the fusion tries), a chain of
  * n ops (cut into kernels of bounded size: LLVM's passes are superlinear
  * in a basic block), the optimized LLVM IR of a kernel reading n buffers
@@ -102,9 +104,36 @@ static size_t session_work(size_t steps) {
   return work;
 }
 
+/* A training loop's shape: each step a parameter assigned in place (w =
+ * w - 0.1 * 2w), a value realized and read, the step's tensors freed: the
+ * realized-node map is collected and forgotten through every step. The
+ * work of steps [from, from + 100): collections and assignments as well
+ * as the scheduling. */
+static void training_work(size_t steps, size_t *early, size_t *late) {
+  uj_session *s = uj_session_new(NULL, NULL);
+  uj_tensor *w = uj_tensor_rand(s, (int64_t[]){16}, 1, 1);
+  bool ok = w != NULL;
+  size_t start = 0;
+  for (size_t i = 0; ok && i < steps; i++) {
+    if (i == 10 || i == steps - 100) start = s->ctx->work;
+    uj_tensor *g = uj_tensor_binary_scalar(UJ_BIN_MUL, w, 2, false);
+    uj_tensor *loss = uj_tensor_reduce(UJ_RED_SUM, uj_tensor_binary(UJ_BIN_MUL, w, w), NULL, 0, false);
+    float l;
+    ok = loss && uj_tensor_to_host(loss, &l, sizeof l) == UJ_OK &&
+         uj_tensor_assign(w, uj_tensor_binary(UJ_BIN_SUB, w, uj_tensor_binary_scalar(UJ_BIN_MUL, g, 0.1, false))) == UJ_OK;
+    uj_tensor_free(g), uj_tensor_free(loss);
+    if (i == 109) *early = s->ctx->work - start;
+    if (i == steps - 1) *late = s->ctx->work - start;
+  }
+  CHECK(ok, "training loop of %zu steps: %s", steps, uj_session_error(s));
+  uj_session_free(s);
+}
+
 static void test_session_steps(void) {
   size_t a = session_work(300), b = session_work(600);
   CHECK(linear(a, b), "a session of n steps: work %zu at 300, %zu at 600", a, b);
+  training_work(1000, &a, &b); /* each step's work flat: 100 steps late cost what 100 early did */
+  CHECK(a > 0 && (double)b <= 1.5 * (double)a, "a training loop: work %zu in steps 10-109, %zu in steps 900-999", a, b);
 }
 
 /* ---- one schedule ---- */

@@ -5,18 +5,33 @@
 #include "runtime/run.h"
 #include "uop/alu.h"
 
+static bool buffer_table_grow(BufferTable *t, size_t id) {
+  size_t cap = t->cap ? t->cap : 64;
+  while (cap <= id) cap *= 2;
+  RtBuffer **by_id = realloc(t->by_id, cap * sizeof *by_id);
+  if (by_id) t->by_id = by_id;
+  size_t *at = by_id ? realloc(t->at, cap * sizeof *at) : NULL;
+  if (at) t->at = at;
+  int64_t *ids = at ? realloc(t->ids, cap * sizeof *ids) : NULL; /* at most cap ids */
+  if (!ids) return false;
+  t->ids = ids;
+  memset(by_id + t->cap, 0, (cap - t->cap) * sizeof *by_id);
+  memset(at + t->cap, 0, (cap - t->cap) * sizeof *at);
+  t->cap = cap;
+  return true;
+}
+
 bool buffer_table_set(BufferTable *t, int64_t id, RtBuffer *b) {
   if (id < 0) return false;
-  if ((size_t)id >= t->cap) {
-    size_t cap = t->cap ? t->cap : 64;
-    while (cap <= (size_t)id) cap *= 2;
-    RtBuffer **by_id = realloc(t->by_id, cap * sizeof *by_id);
-    if (!by_id) return false;
-    memset(by_id + t->cap, 0, (cap - t->cap) * sizeof *by_id);
-    t->by_id = by_id, t->cap = cap;
+  if ((size_t)id >= t->cap && !buffer_table_grow(t, (size_t)id)) return false;
+  RtBuffer *old = t->by_id[id];
+  if (!old && b) t->ids[t->nids++] = id, t->at[id] = t->nids;
+  if (old && !b) { /* swap-remove */
+    size_t k = t->at[id] - 1;
+    t->ids[k] = t->ids[--t->nids], t->at[t->ids[k]] = k + 1, t->at[id] = 0;
   }
   rt_buffer_ref(b);
-  rt_buffer_unref(t->by_id[id]);
+  rt_buffer_unref(old);
   t->by_id[id] = b;
   return true;
 }
@@ -26,8 +41,10 @@ RtBuffer *buffer_table_get(const BufferTable *t, int64_t id) {
 }
 
 void buffer_table_free(BufferTable *t) {
-  for (size_t i = 0; i < t->cap; i++) rt_buffer_unref(t->by_id[i]);
+  for (size_t i = 0; i < t->nids; i++) rt_buffer_unref(t->by_id[t->ids[i]]);
   free(t->by_id);
+  free(t->at);
+  free(t->ids);
   *t = (BufferTable){0};
 }
 

@@ -12,7 +12,10 @@
 
 typedef struct BufferTable {
   RtBuffer **by_id; /* BUFFER id -> memory (a reference), or NULL */
+  size_t *at;       /* BUFFER id -> its place in ids + 1, or 0 */
   size_t cap;
+  int64_t *ids;     /* the ids that hold memory, in no order: a walk over */
+  size_t nids;      /* them costs what the table holds, not every id made */
 } BufferTable;
 
 /* Holds a new reference to b (NULL clears the entry). */

@@ -11,6 +11,7 @@
 
 #include "tensor/tensor_impl.h"
 #include "uop/alu.h"
+#include "uop/nodemap.h"
 
 static const UOp *known_view(void *user, const UOp *u, const UOp *rebuilt) {
   const uj_session *s = user;
@@ -44,28 +45,86 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   return ok ? UJ_OK : UJ_ERR_COMPILE;
 }
 
+/* Appends u to the growing array *a (*n items, room for *cap). */
+static bool node_push(const UOp ***a, size_t *n, size_t *cap, const UOp *u) {
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 64;
+    const UOp **g = realloc(*a, c * sizeof *g);
+    if (!g) return false;
+    *a = g, *cap = c;
+  }
+  (*a)[(*n)++] = u;
+  return true;
+}
+
+/* The nodes reachable from roots[0..n) whose id is at least b's (no older
+ * node can read b: ids are topological) numbered in map, and in *reads
+ * (by that number) whether each one's graph reads b. The walk costs what
+ * it visits above b, not the context. False when out of memory. */
+static bool graphs_reading(const UOp *b, const UOp *const *roots, size_t n, NodeMap *map, bool **reads) {
+  const UOp **found = NULL, **stack = NULL;
+  size_t nfound = 0, cap = 0, depth = 0, cap_stack = 0;
+  bool ok = true;
+  for (size_t r = 0; ok && r < n; r++) {
+    const UOp *u = roots[r];
+    if (u->id < b->id || nodemap_find(map, u) != NODEMAP_NONE) continue;
+    ok = nodemap_add(map, u) != NODEMAP_NONE && node_push(&found, &nfound, &cap, u) && node_push(&stack, &depth, &cap_stack, u);
+    while (ok && depth > 0) { /* numbered when first met: a node's number is its place in found */
+      u = stack[--depth];
+      for (uint32_t k = 0; ok && k < u->nsrc; k++) {
+        const UOp *x = u->src[k];
+        if (x->id < b->id || nodemap_find(map, x) != NODEMAP_NONE) continue;
+        ok = nodemap_add(map, x) != NODEMAP_NONE && node_push(&found, &nfound, &cap, x) && node_push(&stack, &depth, &cap_stack, x);
+      }
+    }
+  }
+  bool *rd = ok ? calloc(nfound ? nfound : 1, sizeof *rd) : NULL;
+  const UOp **order = rd ? malloc((nfound ? nfound : 1) * sizeof *order) : NULL;
+  if (order) { /* in id order, sources first: a node reads b when it is b or a source reads it */
+    memcpy(order, found, nfound * sizeof *order);
+    qsort(order, nfound, sizeof *order, uop_cmp_id);
+    for (size_t i = 0; i < nfound; i++) {
+      bool r = order[i] == b;
+      for (uint32_t k = 0; !r && k < order[i]->nsrc; k++) {
+        uint32_t at = order[i]->src[k]->id >= b->id ? nodemap_find(map, order[i]->src[k]) : NODEMAP_NONE;
+        r = at != NODEMAP_NONE && rd[at];
+      }
+      rd[nodemap_find(map, order[i])] = r;
+    }
+  }
+  free(found), free(stack), free(order);
+  map->ctx->work += nfound; /* the nodes visited (test_scale) */
+  if (!order) free(rd), rd = NULL;
+  *reads = rd;
+  return rd != NULL;
+}
+
 /* After value was written into b (seen as view): forgets every realized
  * node whose value came from b's old contents (its graph reads b) or was
  * kept in b, then records that value is in view — unless value's graph
  * reads b itself (x = x + 1): built again, that graph means the new
- * contents plus one. Nodes are in topological id order, so one pass from
- * b's id marks every reader. */
+ * contents plus one. One walk over the realized nodes' graphs above b. */
 static bool forget_buffer(uj_session *s, const UOp *b, const UOp *value, const UOp *view) {
-  Ctx *ctx = s->ctx;
-  size_t n = ctx->nnodes;
-  unsigned char *reads = calloc(n - b->id, 1);
-  if (!reads) return tensor_fail(s, "assign", "out of memory"), false;
-  for (size_t i = b->id; i < n; i++) {
-    const UOp *u = ctx->nodes[i];
-    bool r = u == b;
-    for (uint32_t k = 0; k < u->nsrc && !r; k++) r = u->src[k]->id >= b->id && reads[u->src[k]->id - b->id];
-    reads[i - b->id] = r;
-    if (i < s->cap_known && (r || (s->known[i] && s->known[i]->src[0] == b))) s->known[i] = NULL;
+  const UOp **roots = malloc((s->nknown + 1) * sizeof *roots);
+  NodeMap map = nodemap_make(s->ctx);
+  bool *reads = NULL;
+  if (roots) {
+    roots[0] = value;
+    for (size_t k = 0; k < s->nknown; k++) roots[k + 1] = s->ctx->nodes[s->known_ids[k]];
   }
-  for (size_t i = 0; i < b->id && i < s->cap_known; i++)
-    if (s->known[i] && s->known[i]->src[0] == b) s->known[i] = NULL;
-  bool self = value->id >= b->id && reads[value->id - b->id];
+  bool ok = roots && graphs_reading(b, roots, s->nknown + 1, &map, &reads);
+  free(roots);
+  if (!ok) return nodemap_free(&map), tensor_fail(s, "assign", "out of memory"), false;
+  s->ctx->work += s->nknown;
+  for (size_t k = s->nknown; k-- > 0;) {
+    const UOp *u = s->ctx->nodes[s->known_ids[k]];
+    uint32_t at = u->id >= b->id ? nodemap_find(&map, u) : NODEMAP_NONE;
+    if ((at != NODEMAP_NONE && reads[at]) || s->known[u->id]->src[0] == b) tensor_known_drop(s, k);
+  }
+  uint32_t at = value->id >= b->id ? nodemap_find(&map, value) : NODEMAP_NONE;
+  bool self = at != NODEMAP_NONE && reads[at];
   free(reads);
+  nodemap_free(&map);
   return self || tensor_known_set(s, value, view);
 }
 

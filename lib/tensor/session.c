@@ -32,6 +32,8 @@ void uj_session_free(uj_session *s) {
   for (size_t i = 0; i < s->ntensors; i++) free(s->tensors[i]);
   free(s->tensors);
   free(s->known);
+  free(s->known_ids);
+  free(s->live_mark);
   buffer_table_free(&s->buffers);
   schedule_cache_free(s->schedules);
   beam_free(s->target.opt.search);
@@ -102,8 +104,20 @@ bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view) {
     memset(k + s->cap_known, 0, (cap - s->cap_known) * sizeof *k);
     s->known = k, s->cap_known = cap;
   }
+  if (!s->known[node->id] && s->nknown == s->cap_known_ids) {
+    size_t cap = s->cap_known_ids ? 2 * s->cap_known_ids : 256;
+    uint32_t *ids = realloc(s->known_ids, cap * sizeof *ids);
+    if (!ids) return tensor_fail(s, "realize", "out of memory"), false;
+    s->known_ids = ids, s->cap_known_ids = cap;
+  }
+  if (!s->known[node->id]) s->known_ids[s->nknown++] = node->id;
   s->known[node->id] = view;
   return true;
+}
+
+void tensor_known_drop(uj_session *s, size_t k) {
+  s->known[s->known_ids[k]] = NULL;
+  s->known_ids[k] = s->known_ids[--s->nknown];
 }
 
 const UOp *tensor_new_buffer(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim, RtBuffer **mem) {
@@ -133,32 +147,51 @@ const uj_uop *uj_tensor_uop(const uj_tensor *t) { return t ? t->node : NULL; }
 
 /* ---- freeing: memory no live tensor reads is released ---- */
 
-/* Marks the BUFFERs live tensors read, directly or through realized nodes. */
-static unsigned char *live_buffers(uj_session *s) {
-  unsigned char *live = calloc(s->buffers.cap ? s->buffers.cap : 1, 1);
+/* The BUFFER a realized node's view reads. */
+static int64_t known_buffer(const UOp *view) { return view->src[0]->ints[0]; }
+
+static bool is_live(const uj_session *s, int64_t id) { return (size_t)id < s->cap_mark && s->live_mark[id] == s->epoch; }
+
+/* Marks (with a new epoch) the BUFFERs live tensors read, directly or
+ * through realized nodes: one walk over the live tensors' graphs, and a
+ * mark table as long as the buffer table, never cleared. False when out
+ * of memory. */
+static bool mark_live(uj_session *s) {
+  if (s->cap_mark < s->buffers.cap) {
+    unsigned *m = realloc(s->live_mark, s->buffers.cap * sizeof *m);
+    if (!m) return false;
+    memset(m + s->cap_mark, 0, (s->buffers.cap - s->cap_mark) * sizeof *m);
+    s->live_mark = m, s->cap_mark = s->buffers.cap;
+  }
+  if (++s->epoch == 0) { /* wrapped: old marks could match again */
+    memset(s->live_mark, 0, s->cap_mark * sizeof *s->live_mark);
+    s->epoch = 1;
+  }
   const UOp **roots = malloc((s->ntensors ? s->ntensors : 1) * sizeof *roots), **nodes = NULL;
   for (size_t i = 0; roots && i < s->ntensors; i++) roots[i] = s->tensors[i]->node;
   const UOp *sink = roots && s->ntensors ? uop_new(s->ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), roots, s->ntensors, arg_none()) : NULL;
   size_t n = sink ? uop_toposort(s->ctx, sink, &nodes) : 0;
-  for (size_t i = 0; live && i < n; i++) {
+  for (size_t i = 0; i < n; i++) {
     const UOp *u = nodes[i];
     const UOp *view = u->id < s->cap_known ? s->known[u->id] : NULL;
-    const UOp *b = u->op == UJ_OP_BUFFER ? u : view ? view->src[0] : NULL;
-    if (b && (size_t)b->ints[0] < s->buffers.cap) live[b->ints[0]] = 1;
+    int64_t id = u->op == UJ_OP_BUFFER ? u->ints[0] : view ? known_buffer(view) : -1;
+    if (id >= 0 && (size_t)id < s->cap_mark) s->live_mark[id] = s->epoch;
   }
+  bool ok = roots && (n > 0 || s->ntensors == 0);
   free(roots), free(nodes);
-  return live;
+  return ok;
 }
 
-static void collect_buffers(uj_session *s) { /* s->known and the buffer table */
-  unsigned char *live = live_buffers(s);
-  if (!live) return; /* out of memory: keep everything */
-  for (size_t i = 0; i < s->cap_known; i++)
-    if (s->known[i] && ((size_t)s->known[i]->src[0]->ints[0] >= s->buffers.cap || !live[s->known[i]->src[0]->ints[0]]))
-      s->known[i] = NULL;
-  for (size_t id = 0; id < s->buffers.cap; id++)
-    if (!live[id]) buffer_table_set(&s->buffers, (int64_t)id, NULL);
-  free(live);
+/* Forgets the realized nodes and frees the memory of the BUFFERs no live
+ * tensor reads: the cost of the live graphs, the known list and the
+ * buffers held, not of every node or buffer the session ever made. */
+static void collect_buffers(uj_session *s) {
+  if (!mark_live(s)) return; /* out of memory: keep everything */
+  s->ctx->work += s->nknown + s->buffers.nids; /* the entries looked at (test_scale) */
+  for (size_t k = s->nknown; k-- > 0;)
+    if (!is_live(s, known_buffer(s->known[s->known_ids[k]]))) tensor_known_drop(s, k);
+  for (size_t i = s->buffers.nids; i-- > 0;) /* a removal moves the last id, already seen, to i */
+    if (!is_live(s, s->buffers.ids[i])) buffer_table_set(&s->buffers, s->buffers.ids[i], NULL);
 }
 
 void tensor_collect_buffers(uj_session *s) {

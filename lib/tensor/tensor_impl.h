@@ -29,6 +29,11 @@ struct uj_session {
   size_t ntensors, cap_tensors;
   const UOp **known;     /* by node id: the BUFFER view it was realized to */
   size_t cap_known;
+  uint32_t *known_ids;   /* the ids set in known, each once: walks over */
+  size_t nknown, cap_known_ids; /* them cost what is known, not the context */
+  unsigned *live_mark;   /* by BUFFER id: the collection that last found it read */
+  size_t cap_mark;
+  unsigned epoch;        /* that collection's number */
   size_t nfreed;         /* tensors freed since memory was last collected */
   int64_t max_elements;  /* the most a tensor spans (SHAPE_MAX_ELEMENTS unless set lower) */
 };
@@ -53,6 +58,9 @@ void *tensor_fail(uj_session *s, const char *op, const char *fmt, ...) __attribu
 void tensor_collect_buffers(uj_session *s);
 /* Records that node's value is in view (a RESHAPE of a BUFFER). */
 bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view);
+/* Forgets the realized node known_ids[k] names (its entry cleared; the
+ * list's last id moves to place k, so walk the list from its end). */
+void tensor_known_drop(uj_session *s, size_t k);
 /* A BUFFER view of new device memory holding numel elements of dtype. */
 const UOp *tensor_new_buffer(uj_session *s, uj_scalar dtype, const int64_t *shape, unsigned ndim, RtBuffer **mem);
 
