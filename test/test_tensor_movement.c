@@ -387,6 +387,48 @@ static void test_movement_random(uj_session *s, int chains, int alone) {
   }
 }
 
+/* cat keeps each element's bits (-0.0, NaN, infinities: the parts add
+ * -0.0 where they are not, never +0.0), and joins many inputs in a tree
+ * of staged groups of 32 (kernels: 35 + 2 + 1 for 1100 inputs, and
+ * the cuts of the kernel budget), each
+ * checked against the evaluator bit for bit. */
+static void test_cat_exact_and_wide(uj_session *s) {
+  enum { N = 1100 };
+  static uj_tensor *parts[N];
+  static float want[N], got[N];
+  for (int i = 0; i < N; i++) {
+    want[i] = i % 5 == 0 ? -0.0f : i % 7 == 0 ? -INFINITY : i % 11 == 0 ? NAN : (float)i * 0.5f - 100.0f;
+    parts[i] = tf32(s, SHAPE(1), &want[i]);
+  }
+  uj_tensor *all = uj_tensor_cat(parts, N, 0);
+  size_t kernels = all ? uj_tensor_kernel_count(all) : 0; /* a level-2 group may be cut by the kernel budget */
+  CHECK(kernels >= 38 && kernels <= 48, "cat of %d: %zu kernels, want 38 to 48 (%s)", N, kernels, uj_session_error(s));
+  TensorValue tv = {0};
+  bool ok = all && evaluate(s, all, &tv, "cat of 1100"); /* the graph, before it is realized */
+  uint64_t *words = ok ? jit_words(s, all, "cat of 1100") : NULL;
+  if (words) check_against_evaluator(s, all, &tv, words, EXACT, "cat of 1100");
+  CHECK(all && uj_tensor_to_host(all, got, sizeof got) == UJ_OK, "cat of 1100: %s", uj_session_error(s));
+  for (int i = 0; all && i < N; i++) {
+    uint32_t a, b;
+    memcpy(&a, &got[i], 4), memcpy(&b, &want[i], 4);
+    CHECK(a == b, "cat of 1100: element %d: bits %08x, want %08x", i, a, b);
+  }
+  free(words);
+  if (ok) tensor_value_free(&tv);
+  uj_tensor *two = uj_tensor_cat((uj_tensor *[]){parts[0], parts[7], parts[11]}, 3, 0);
+  float three[3];
+  CHECK(two && uj_tensor_to_host(two, three, sizeof three) == UJ_OK && signbit(three[0]) && three[0] == 0 && isinf(three[1]) &&
+            isnan(three[2]),
+        "cat of -0.0, -inf, nan: %g %g %g", three[0], three[1], three[2]);
+  int32_t ints[40][2];
+  uj_tensor *rows[40];
+  for (int i = 0; i < 40; i++) ints[i][0] = i, ints[i][1] = -i, rows[i] = ti32(s, SHAPE(2), ints[i]);
+  uj_tensor *st = uj_tensor_stack(rows, 40, 1); /* (2, 40): a tree of two levels along axis 1 */
+  int32_t back[2][40];
+  CHECK(st && uj_tensor_to_host(st, back, sizeof back) == UJ_OK, "stack of 40: %s", uj_session_error(s));
+  for (int i = 0; st && i < 40; i++) CHECK(back[0][i] == i && back[1][i] == -i, "stack of 40: column %d: %d %d", i, back[0][i], back[1][i]);
+}
+
 int main(int argc, char **argv) {
   const char *error = NULL;
   uj_session *s = uj_session_new("CPU", &error);
@@ -395,6 +437,7 @@ int main(int argc, char **argv) {
 
   int chains = argc > 1 ? atoi(argv[1]) : 2000;
   test_movement_by_hand(s);
+  test_cat_exact_and_wide(s);
   test_movement_random(s, chains, chains / 4);
   uj_session_free(s);
   return check_report("test_tensor_movement");

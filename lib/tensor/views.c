@@ -1,7 +1,8 @@
 /* views.c — movement ops on tensors (tensor.h): reshape (one -1 inferred),
  * expand (NumPy broadcasting), permute, transpose, flip, pad, shrink, and
  * cat/stack built from them (each input padded to the whole along the
- * axis, the pads added: one fused kernel, no copies). */
+ * axis, -0.0 where it is not for floats, the parts added: exact, one
+ * fused kernel for up to 32 inputs, a tree of staged groups past that). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,7 +97,43 @@ uj_tensor *uj_tensor_shrink(uj_tensor *a, const int64_t *lohi, unsigned ndim) {
 
 /* ---- cat and stack ---- */
 
-/* The tensors xs joined along axis (op: "cat" or "stack", in messages). */
+/* Inputs one kernel joins; more are joined in a tree of such groups, each
+ * group staged (a buffer of its own). A kernel joining n inputs computes n
+ * gated loads for each element it writes, so one kernel for all would
+ * cost (elements x inputs): cat of 16,000 one-element tensors was 2.6e8
+ * gated loads in 23 kernels of 700 (docs/tensor.md, "Movement"). */
+enum { CAT_FANIN = 32 };
+
+/* x padded to whole along ax, starting at `at`; what it adds holds the
+ * identity of the join: +0 for integers, false for bools, -0.0 for
+ * floats (x + -0.0 is x for every float, -0.0 and NaN included; x + 0.0
+ * would turn -0.0 into +0.0). */
+static const UOp *cat_part(uj_session *s, const UOp *x, int ax, int64_t at, int64_t total) {
+  int64_t lohi[2 * UJ_MAX_DIMS] = {0};
+  lohi[2 * ax] = at, lohi[2 * ax + 1] = total - at - x->shape[ax];
+  const UOp *p = node_pad(s, x, lohi);
+  if (!p || !dt_is_float(x->dtype)) return p;
+  const UOp *src[3] = {node_pad(s, node_full(s, dt_scalar(UJ_BOOL), 1, x->shape, x->ndim), lohi), p,
+                       node_full(s, x->dtype, -0.0, p->shape, p->ndim)};
+  return tensor_node(s, "cat", UJ_OP_WHERE, x->dtype, src, 3, arg_none());
+}
+
+/* xs[0..n) (one dtype, checked shapes) joined along ax in one kernel. */
+static const UOp *cat_group(uj_session *s, const UOp *const *xs, unsigned n, int ax) {
+  int64_t total = 0, at = 0;
+  for (unsigned i = 0; i < n; i++) total += xs[i]->shape[ax];
+  const UOp *sum = NULL;
+  for (unsigned i = 0; i < n; i++) {
+    const UOp *p = cat_part(s, xs[i], ax, at, total);
+    if (!p) return NULL;
+    at += xs[i]->shape[ax];
+    sum = sum ? node_alu(s, dt_is_bool(p->dtype) ? UJ_OP_OR : UJ_OP_ADD, sum, p) : p;
+  }
+  return sum;
+}
+
+/* The tensors xs joined along axis (op: "cat" or "stack", in messages);
+ * xs is overwritten. Exact: each element is its input's, bit for bit. */
 static const UOp *cat_nodes(uj_session *s, const char *op, const UOp **xs, unsigned n, int axis) {
   char b[128], c[128];
   const UOp *first = xs[0];
@@ -117,16 +154,17 @@ static const UOp *cat_nodes(uj_session *s, const char *op, const UOp **xs, unsig
   if (!tensor_check_shape(s, op, whole, first->ndim)) return NULL;
   uj_scalar d = (uj_scalar)first->dtype.scalar;
   for (unsigned i = 1; i < n; i++) d = node_promoted_dtype(d, (uj_scalar)xs[i]->dtype.scalar);
-  const UOp *sum = NULL;
-  int64_t at = 0, lohi[2 * UJ_MAX_DIMS] = {0};
-  for (unsigned i = 0; i < n; i++) {
-    lohi[2 * ax] = at, lohi[2 * ax + 1] = total - at - xs[i]->shape[ax];
-    at += xs[i]->shape[ax];
-    const UOp *p = node_pad(s, node_cast(s, xs[i], d), lohi);
-    bool boolean = p && dt_is_bool(p->dtype);
-    sum = sum ? node_alu(s, boolean ? UJ_OP_OR : UJ_OP_ADD, sum, p) : p;
+  for (unsigned i = 0; i < n; i++)
+    if (!(xs[i] = node_cast(s, xs[i], d))) return NULL;
+  while (n > CAT_FANIN) { /* a level of the tree: group g of the inputs into xs[g], in a buffer */
+    unsigned groups = (n + CAT_FANIN - 1) / CAT_FANIN;
+    for (unsigned g = 0; g < groups; g++) {
+      const UOp *joined = cat_group(s, xs + g * CAT_FANIN, g + 1 < groups ? CAT_FANIN : n - g * CAT_FANIN, ax);
+      if (!(xs[g] = joined ? tensor_node(s, op, UJ_OP_STAGE, joined->dtype, &joined, 1, arg_none()) : NULL)) return NULL;
+    }
+    n = groups;
   }
-  return sum;
+  return cat_group(s, xs, n, ax);
 }
 
 /* The tensors' nodes (n of them, one session), or NULL with the error set. */
