@@ -719,6 +719,11 @@ static void test_gather(uj_session *s, Rng *r) {
   uj_tensor *g = uj_tensor_gather(bt, 1, gi);
   expect_dtype(g, UJ_BOOL, "gather of bools");
   expect(s, g, SHAPE(2, 3), VALS(0, 0, 1, 0, 1, 1), EXACT, "gather of bools");
+  /* each element picked bit for bit: -0.0 stays -0.0 (a sum of the hits and +0.0 made it +0.0) */
+  uj_tensor *zf = uj_tensor_gather(tf32(s, SHAPE(2), (const float[]){-0.0f, NAN}), 0, ti32(s, SHAPE(3), (const int32_t[]){0, 1, 0}));
+  float got[3] = {1, 1, 1};
+  CHECK(zf && uj_tensor_to_host(zf, got, sizeof got) == UJ_OK && got[0] == 0 && signbit(got[0]) && isnan(got[1]) && signbit(got[2]),
+        "gather of -0.0 and NaN: %g %g %g (%s)", got[0], got[1], got[2], uj_session_error(s));
 }
 
 /* Float sums of 2^16 or more trailing elements go in two stages (1024

@@ -244,7 +244,9 @@ uj_tensor *uj_tensor_gather(uj_tensor *a, int axis, uj_tensor *index) {
   uj_tensor_free(iota);
   memcpy(shape, ix->shape, nd * sizeof *shape), shape[nd] = 1;
   const UOp *hit = node_alu(s, UJ_OP_CMPEQ, node_broadcast(s, "gather", node_reshape(s, ix, shape, nd + 1), full, nd + 1), pos);
-  const UOp *src[3] = {hit, node_broadcast(s, "gather", xv, full, nd + 1), node_full(s, x->dtype, 0, full, nd + 1)};
+  /* what a position not picked adds: -0.0 for floats, so the one picked comes out bit for bit (x + -0.0 is x; +0.0 made -0.0 +0.0) */
+  double none = dt_is_float(x->dtype) ? -0.0 : 0;
+  const UOp *src[3] = {hit, node_broadcast(s, "gather", xv, full, nd + 1), node_full(s, x->dtype, none, full, nd + 1)};
   const UOp *picked = tensor_node(s, "gather", UJ_OP_WHERE, x->dtype, src, 3, arg_none());
   int64_t last = nd;
   bool boolean = dt_is_bool(x->dtype);
