@@ -81,7 +81,7 @@ static bool graphs_reading(const UOp *b, const UOp *const *roots, size_t n, Node
   bool *rd = ok ? calloc(nfound ? nfound : 1, sizeof *rd) : NULL;
   const UOp **order = rd ? malloc((nfound ? nfound : 1) * sizeof *order) : NULL;
   if (order) { /* in id order, sources first: a node reads b when it is b or a source reads it */
-    memcpy(order, found, nfound * sizeof *order);
+    if (nfound) memcpy(order, found, nfound * sizeof *order);
     qsort(order, nfound, sizeof *order, uop_cmp_id);
     for (size_t i = 0; i < nfound; i++) {
       bool r = order[i] == b;
