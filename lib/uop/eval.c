@@ -285,6 +285,7 @@ static bool loads_alloc(const UOp *u) {
 static bool results_alloc(Eval *ev, const UOp *root) {
   size_t nwords = 0, nptrs = 0;
   ev->order = post_order(ev, root, &ev->norder);
+  nodemap_densify(&ev->num);
   size_t nnodes = ev->norder ? ev->norder : 1;
   ev->where = calloc(nnodes, sizeof *ev->where);
   ev->in_loop = calloc(nnodes, 1), ev->open = calloc(nnodes, 1), ev->done = calloc(nnodes, 1);
@@ -508,17 +509,16 @@ static bool eval_node(Eval *ev, const UOp *u) {
 
 static bool is_effect(const UOp *u) { return u->op == UJ_OP_SINK || u->op == UJ_OP_END || u->op == UJ_OP_STORE; }
 
-static bool value_ready(const Eval *ev, const UOp *u) {
-  uint64_t stamp = ev->stamp[ix(ev, u)];
-  if (ev->pinned[ix(ev, u)]) return true;
-  return ev->in_loop[ix(ev, u)] ? stamp == ev->epoch : stamp != 0;
+static bool value_ready_at(const Eval *ev, uint32_t k) {
+  return ev->pinned[k] || (ev->in_loop[k] ? ev->stamp[k] == ev->epoch : ev->stamp[k] != 0);
 }
 
 /* Needs computing now: a value, not ready, not an open RANGE (its END set
  * it), not pushed in this walk. */
 static bool value_needed(const Eval *ev, const UOp *u) {
-  return !is_effect(u) && !value_ready(ev, u) && !(u->op == UJ_OP_RANGE && ev->open[ix(ev, u)]) &&
-         ev->pushed[ix(ev, u)] != ev->walk_id;
+  if (is_effect(u)) return false;
+  uint32_t k = ix(ev, u);
+  return !value_ready_at(ev, k) && !(u->op == UJ_OP_RANGE && ev->open[k]) && ev->pushed[k] != ev->walk_id;
 }
 
 static bool walk_push(Eval *ev, const UOp *u) {

@@ -16,12 +16,12 @@ static size_t slot_of(uint32_t id, size_t mask) {
 }
 
 void nodemap_free(NodeMap *m) {
-  free(m->slot);
-  m->slot = NULL;
-  m->count = m->cap = 0;
+  free(m->slot), free(m->dense);
+  m->slot = NULL, m->dense = NULL;
+  m->count = m->cap = 0, m->span = 0;
 }
 
-uint32_t nodemap_find(const NodeMap *m, const UOp *u) {
+uint32_t nodemap_find_slot(const NodeMap *m, const UOp *u) {
   if (!m->cap) return NODEMAP_NONE;
   size_t mask = m->cap - 1;
   for (size_t j = slot_of(u->id, mask); m->slot[j].key; j = (j + 1) & mask)
@@ -59,13 +59,30 @@ uint32_t nodemap_add(NodeMap *m, const UOp *u) {
   for (; m->slot[j].key; j = (j + 1) & mask)
     if (m->slot[j].key == u->id + 1) return m->slot[j].num;
   m->slot[j] = (NodeSlot){u->id + 1, (uint32_t)m->count};
+  if (u->id - m->lo < m->span) m->dense[u->id - m->lo] = (uint32_t)m->count;
+  if (!m->count || u->id > m->hi) m->hi = u->id;
   return (uint32_t)m->count++;
+}
+
+void nodemap_densify(NodeMap *m) {
+  if (m->dense || !m->count) return;
+  uint64_t span = 4 * (uint64_t)m->count + 64;
+  if (span > (uint64_t)m->hi + 1) span = (uint64_t)m->hi + 1;
+  uint32_t *dense = malloc(span * sizeof *dense);
+  if (!dense) return;
+  uint32_t lo = m->hi + 1 - (uint32_t)span;
+  for (size_t d = 0; d < span; d++) dense[d] = NODEMAP_NONE;
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->slot[i].key && m->slot[i].key - 1 - lo < span) dense[m->slot[i].key - 1 - lo] = m->slot[i].num;
+  m->dense = dense, m->lo = lo, m->span = (uint32_t)span;
+  if (m->ctx) m->ctx->work += span;
 }
 
 bool nodemap_number(NodeMap *m, const UOp *const *nodes, size_t n) {
   if (!nodemap_reserve(m, m->count + n)) return false;
   for (size_t k = 0; k < n; k++)
     if (nodemap_add(m, nodes[k]) == NODEMAP_NONE) return false;
+  nodemap_densify(m);
   return true;
 }
 

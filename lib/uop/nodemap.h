@@ -25,16 +25,31 @@ typedef struct NodeSlot {
 } NodeSlot;
 
 typedef struct NodeMap {
-  Ctx *ctx;       /* counts the slots made in ctx->work */
-  NodeSlot *slot; /* open addressing, linear probing */
-  size_t count;   /* numbers given: 0 .. count - 1 */
-  size_t cap;     /* slots, a power of two (0 until the first add) */
+  Ctx *ctx;        /* counts the slots made in ctx->work */
+  NodeSlot *slot;  /* open addressing, linear probing */
+  size_t count;    /* numbers given: 0 .. count - 1 */
+  size_t cap;      /* slots, a power of two (0 until the first add) */
+  uint32_t hi;     /* the greatest id numbered (count > 0) */
+  uint32_t lo, span; /* after nodemap_densify: ids lo .. lo + span - 1 are in dense */
+  uint32_t *dense; /* the number of id lo + d at d (NODEMAP_NONE: none); NULL: not densified */
 } NodeMap;
 
 static inline NodeMap nodemap_make(Ctx *ctx) { return (NodeMap){.ctx = ctx}; }
 void nodemap_free(NodeMap *m);
+uint32_t nodemap_find_slot(const NodeMap *m, const UOp *u);
 /* u's number, or NODEMAP_NONE when it has none. */
-uint32_t nodemap_find(const NodeMap *m, const UOp *u);
+static inline uint32_t nodemap_find(const NodeMap *m, const UOp *u) {
+  uint32_t d = u->id - m->lo; /* ids below lo wrap past the span */
+  if (d < m->span) return m->dense[d];
+  return nodemap_find_slot(m, u);
+}
+/* A table by id for lookups without hashing, over the newest ids numbered:
+ * a span of at most four times their count, ending at the greatest. A
+ * graph built together (a kernel) lies almost all in it, its older
+ * shared nodes (interned constants) are hashed. The hot loops of the
+ * evaluators look a node up at every step. Later adds inside the span
+ * are written to it. Nothing when out of memory (lookups hash). */
+void nodemap_densify(NodeMap *m);
 /* u's number, given now (the next one, `count`) when it had none;
  * NODEMAP_NONE when out of memory (the error set). */
 uint32_t nodemap_add(NodeMap *m, const UOp *u);
@@ -43,7 +58,7 @@ bool nodemap_reserve(NodeMap *m, size_t n);
 
 /* The nodes of a toposorted list numbered by their place in it: after
  * nodemap_number(m, nodes, n) on an empty map, nodemap_find(m, nodes[k])
- * == k. */
+ * == k. Densified (nodemap_densify). */
 bool nodemap_number(NodeMap *m, const UOp *const *nodes, size_t n);
 
 /* A graph's nodes in topological order (uop_toposort), each numbered by
