@@ -16,7 +16,7 @@
 #include "uop/eval.h"
 #include "uop/text.h"
 
-enum { MAX_VARS = 16, POINTS = 64 };
+enum { MAX_VARS = 32, POINTS = 64 };
 
 typedef struct Vars {
   const char *names[MAX_VARS];

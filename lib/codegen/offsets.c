@@ -12,7 +12,7 @@ static bool is_split(const UOp *i) {
 /* INDEX(p, e + k) -> INDEX(p, ADD(e, k)), e and k from the linear form */
 static const UOp *rw_split(Rewriter *rw, const UOp *root, const Binds *m) {
   Linear lin;
-  if (!dt_is_int(m->i->dtype) || m->i->dtype.lanes > 1 || is_split(m->i) || !linear_decompose(m->i, &lin) || !lin.k || !lin.nterms)
+  if (!dt_is_int(m->i->dtype) || m->i->dtype.lanes > 1 || is_split(m->i) || !linear_decompose(rw->ctx, m->i, &lin) || !lin.k || !lin.nterms)
     return NULL;
   int64_t k = lin.k, lo, hi;
   lin.k = 0;

@@ -1,14 +1,21 @@
 /* divmod.c — folding of integer division, remainder and comparison.
  *
- * In: IDIV/MOD/CMPLT nodes with a constant right side (rules in symbolic.c).
+ * In: IDIV/MOD/CMPLT nodes with a constant side (rules in symbolic.c).
  * Out: simpler equal nodes. The method: write the left side as a linear
  * form x = Σ a·t + k whose exact bounds fit the dtype and are >= 0 (then it
- * never wraps and truncating division is floor division), split it as
- * x = c·Q + R with 0 <= R's coefficients < c, and fold:
- *   R < c:  x//c -> Q,          x%c -> R
- *   else:   x//c -> Q + R//c,   x%c -> R%c
- * and (x//a)%b -> (x%(a·b))//a when that remainder folds.
- * A replacement is kept only when it is not larger than what it replaces. */
+ * never wraps and truncating division is floor division), and split it:
+ *   x = c·Q + R, 0 <= R's coefficients < c:
+ *     R < c:  x//c -> Q,          x%c -> R
+ *     else:   x//c -> Q + R//c,   x%c -> R%c
+ *   x = g·X + Y, g dividing c, 0 <= Y < g (the terms of Y cannot reach
+ *   the next multiple of g):
+ *     x//c -> X//(c/g),  x%c -> g·(X%(c/g)) + Y
+ * and (x//a)%b -> (x%(a·b))//a when that remainder folds. A comparison
+ * x < d splits x = g·X + Y the same way and keeps X alone where Y cannot
+ * change the answer. A replacement is kept only when it is not larger
+ * than what it replaces. */
+#include <stdlib.h>
+
 #include "symbolic/divmod.h"
 #include "symbolic/linear.h"
 
@@ -48,9 +55,9 @@ const UOp *rw_mod_mod(Rewriter *rw, const UOp *root, const Binds *m) {
 
 /* x's linear form, when its exact bounds are >= 0 and fit the dtype: then
  * x never wraps and truncating division is floor division. */
-static bool nonneg_linear(const UOp *x, Linear *lin, int64_t *hi) {
+static bool nonneg_linear(Ctx *ctx, const UOp *x, Linear *lin, int64_t *hi) {
   int64_t lo;
-  return linear_decompose(x, lin) && linear_bounds(lin, &lo, hi) && lo >= 0 &&
+  return linear_decompose(ctx, x, lin) && linear_bounds(lin, &lo, hi) && lo >= 0 &&
          linear_fits(lin->dtype, lo, *hi);
 }
 
@@ -60,8 +67,8 @@ static void linear_split(const Linear *lin, int64_t c, Linear *q, Linear *r) {
   q->nterms = r->nterms = 0;
   for (int i = 0; i < lin->nterms; i++) {
     Term t = lin->terms[i];
-    if (floor_div(t.coef, c)) q->terms[q->nterms++] = (Term){t.node, floor_div(t.coef, c)};
-    if (floor_mod(t.coef, c)) r->terms[r->nterms++] = (Term){t.node, floor_mod(t.coef, c)};
+    if (floor_div(t.coef, c)) q->terms[q->nterms++] = (Term){t.node, floor_div(t.coef, c), t.fresh};
+    if (floor_mod(t.coef, c)) r->terms[r->nterms++] = (Term){t.node, floor_mod(t.coef, c), t.fresh};
   }
   q->k = floor_div(lin->k, c), r->k = floor_mod(lin->k, c);
 }
@@ -82,27 +89,64 @@ static const UOp *divmod_split(Ctx *ctx, const Linear *lin, const UOp *root, int
   return quot && rest_div ? uop_binary(ctx, UJ_OP_ADD, quot, rest_div) : NULL;
 }
 
-/* (g·x')//(g·c') -> x'//c' */
-static const UOp *div_common_factor(Ctx *ctx, const Linear *lin, int64_t c) {
-  int64_t g = gcd(c, lin->k);
-  for (int i = 0; i < lin->nterms; i++) g = gcd(g, lin->terms[i].coef);
-  if (g <= 1) return NULL;
-  Linear x = *lin;
-  for (int i = 0; i < x.nterms; i++) x.terms[i].coef /= g;
-  x.k /= g;
-  const UOp *num = linear_build(ctx, &x);
-  return num ? uop_binary(ctx, UJ_OP_IDIV, num, uop_const_int(ctx, lin->dtype, c / g)) : NULL;
+/* The order of terms for a split: the largest |coefficient| first. */
+static int by_magnitude(const void *a, const void *b) {
+  uint64_t x = ((const Term *)a)->coef < 0 ? 0 - (uint64_t)((const Term *)a)->coef : (uint64_t)((const Term *)a)->coef;
+  uint64_t y = ((const Term *)b)->coef < 0 ? 0 - (uint64_t)((const Term *)b)->coef : (uint64_t)((const Term *)b)->coef;
+  if (x != y) return x < y ? 1 : -1;
+  return uop_term_order(((const Term *)a)->node, ((const Term *)b)->node);
 }
 
-/* (x*c + y)//c -> x + y//c, (x*c + y)%c -> y%c, ... (see the file header) */
+/* Splits the terms of lin, sorted by by_magnitude, after the first `top`:
+ * Σ a·t = g·X + Y with X the first `top` terms divided by g, the gcd of
+ * their coefficients and of `also` (0 adds nothing), and Y the rest; no
+ * constant in either. Returns g. */
+static int64_t split_top(const Linear *sorted, int top, int64_t also, Linear *x, Linear *y) {
+  int64_t g = also;
+  for (int i = 0; i < top; i++) g = gcd(g, sorted->terms[i].coef);
+  *x = *y = *sorted;
+  x->nterms = y->nterms = 0;
+  x->k = y->k = 0;
+  for (int i = 0; i < sorted->nterms; i++) {
+    Term t = sorted->terms[i];
+    if (i < top) x->terms[x->nterms++] = (Term){t.node, t.coef / g, t.fresh};
+    else y->terms[y->nterms++] = t;
+  }
+  return g;
+}
+
+/* x = g·X + Y with g dividing c and 0 <= Y < g: x//c -> X//(c/g) and
+ * x%c -> g·(X%(c/g)) + Y (x >= 0, so X >= 0). The split keeps the fewest
+ * terms in X that work: (8·x + 5)//32 -> x//4. NULL when none works. */
+static const UOp *divmod_gcd(Ctx *ctx, const Linear *lin, const UOp *root, int64_t c) {
+  Linear sorted = *lin, x, y;
+  qsort(sorted.terms, (size_t)sorted.nterms, sizeof *sorted.terms, by_magnitude);
+  for (int top = 1; top <= sorted.nterms; top++) {
+    int64_t g = split_top(&sorted, top, c, &x, &y), lo, hi;
+    if (g <= 1) continue;
+    x.k = floor_div(lin->k, g), y.k = floor_mod(lin->k, g);
+    if (!linear_bounds(&y, &lo, &hi) || lo < 0 || hi >= g) continue;
+    const UOp *xn = linear_build(ctx, &x), *cg = uop_const_int(ctx, lin->dtype, c / g);
+    if (!xn || !cg) return NULL;
+    if (root->op == UJ_OP_IDIV) return c == g ? xn : uop_binary(ctx, UJ_OP_IDIV, xn, cg);
+    const UOp *rem = c == g ? NULL : uop_binary(ctx, UJ_OP_MOD, xn, cg);
+    if (rem && y.nterms < LINEAR_MAX_TERMS) y.terms[y.nterms++] = (Term){rem, g, true};
+    return rem || c == g ? linear_build(ctx, &y) : NULL;
+  }
+  return NULL;
+}
+
+/* x%c -> x for -c < x < c (the remainder has the dividend's sign);
+ * (x*c + y)//c -> x + y//c, (x*c + y)%c -> y%c, ... (see the file header) */
 const UOp *rw_divmod(Rewriter *rw, const UOp *root, const Binds *m) {
   int64_t c = positive_const(m->c), hi;
   Linear lin;
-  if (!c || !nonneg_linear(m->x, &lin, &hi)) return NULL;
+  if (!c) return NULL;
+  if (root->op == UJ_OP_MOD && m->x->bounded && m->x->vmin > -c && m->x->vmax < c) return m->x;
+  if (!nonneg_linear(rw->ctx, m->x, &lin, &hi)) return NULL;
   if (hi < c) return root->op == UJ_OP_IDIV ? uop_const_int(rw->ctx, root->dtype, 0) : m->x;
-  const UOp *out = divmod_split(rw->ctx, &lin, root, c);
-  if (!out && root->op == UJ_OP_IDIV) out = div_common_factor(rw->ctx, &lin, c);
-  return linear_not_larger(rw, out, root, &lin);
+  const UOp *out = linear_not_larger(rw, divmod_split(rw->ctx, &lin, root, c), root, &lin);
+  return out ? out : linear_not_larger(rw, divmod_gcd(rw->ctx, &lin, root, c), root, &lin);
 }
 
 /* (x//a)%b -> (x%(a·b))//a, for x >= 0 and a, b > 0, when x%(a·b) folds to
@@ -113,7 +157,7 @@ const UOp *rw_divmod(Rewriter *rw, const UOp *root, const Binds *m) {
 const UOp *rw_mod_div(Rewriter *rw, const UOp *root, const Binds *m) {
   int64_t a = positive_const(m->a), b = positive_const(m->b), ab, lo, hi;
   Linear lin, q, r;
-  if (!a || !b || __builtin_mul_overflow(a, b, &ab) || !nonneg_linear(m->x, &lin, &hi)) return NULL;
+  if (!a || !b || __builtin_mul_overflow(a, b, &ab) || !nonneg_linear(rw->ctx, m->x, &lin, &hi)) return NULL;
   linear_split(&lin, ab, &q, &r);
   if (!linear_bounds(&r, &lo, &hi) || lo < 0 || hi >= ab || !linear_fits(r.dtype, lo, hi))
     return NULL;
@@ -122,25 +166,50 @@ const UOp *rw_mod_div(Rewriter *rw, const UOp *root, const Binds *m) {
   return linear_not_larger(rw, out, root, &lin);
 }
 
-/* x + k < d -> x < d - k;  g·x < d -> x < ceil(d/g), with no wrap-around */
+/* The comparison Σ a·t < d (no constant left in the sum) as X < F + 1,
+ * for the first split g·X + Y (split_top) where Y cannot change the
+ * answer: with Y in [ylo, yhi], g·X + Y < d holds exactly when
+ * X <= floor((d - yhi - 1)/g), if that equals floor((d - ylo - 1)/g).
+ * (X <= F gives g·X + Y <= d - 1; g·X + Y < d gives g·X <= d - ylo - 1.)
+ * All terms in X and no Y is g·x < d -> x < ceil(d/g), when g > 1.
+ * Sets *x, *f. */
+static bool lt_split(const Linear *lin, int64_t d, Linear *x, int64_t *f) {
+  Linear sorted = *lin, y;
+  qsort(sorted.terms, (size_t)sorted.nterms, sizeof *sorted.terms, by_magnitude);
+  for (int top = 1; top <= sorted.nterms; top++) {
+    int64_t g = split_top(&sorted, top, 0, x, &y), lo, hi, a, b;
+    if (!linear_bounds(&y, &lo, &hi) || __builtin_sub_overflow(d, hi, &a) ||
+        __builtin_sub_overflow(d, lo, &b) || a == INT64_MIN || b == INT64_MIN)
+      continue;
+    if (g == 1 && !y.nterms) return false; /* X is the sum itself: nothing to split */
+    *f = floor_div(a - 1, g);
+    if (*f == floor_div(b - 1, g) && linear_bounds(x, &lo, &hi) && linear_fits(x->dtype, lo, hi)) return true;
+  }
+  return false;
+}
+
+/* x < d and d < x for a constant d, x = Σ a·t + k without wrap-around:
+ * x < d -> X < F + 1 and d < x (that is, not x < d + 1) -> F < X, by
+ * lt_split on d - k (or d + 1 - k): 8·i + j < 64 -> i < 8 for j in [0, 7];
+ * x + k < d -> x < d - k; g·x < d -> x < ceil(d/g). */
 const UOp *rw_lt_linear(Rewriter *rw, const UOp *root, const Binds *m) {
-  Linear lin;
-  int64_t lo, hi, d = m->d->ints[0], diff;
-  DType dt = m->x->dtype;
-  if (!dt_is_int(dt) || (!dt_is_signed(dt) && d < 0)) return NULL;
-  if (!linear_decompose(m->x, &lin) || !lin.nterms || !linear_bounds(&lin, &lo, &hi) ||
-      !linear_fits(dt, lo, hi) || __builtin_sub_overflow(d, lin.k, &diff) || diff == INT64_MIN)
+  bool left = root->src[0]->op == UJ_OP_CONST;
+  const UOp *sum = root->src[left ? 1 : 0];
+  Linear lin, x;
+  int64_t lo, hi, d = root->src[left ? 0 : 1]->ints[0], f;
+  DType dt = sum->dtype;
+  if (!dt_is_int(dt) || (!dt_is_signed(dt) && d < 0) || (left && __builtin_add_overflow(d, 1, &d)))
     return NULL;
-  int64_t g = 0;
-  for (int i = 0; i < lin.nterms; i++) g = gcd(g, lin.terms[i].coef);
-  if (lin.k == 0 && g == 1) return NULL;
-  for (int i = 0; i < lin.nterms; i++) lin.terms[i].coef /= g;
-  lin.k = 0;
-  int64_t bound = -floor_div(-diff, g); /* ceil(diff / g) */
-  if (!linear_bounds(&lin, &lo, &hi) || !linear_fits(dt, lo, hi) ||
-      !linear_fits(dt, bound, bound))
+  if (!linear_decompose(rw->ctx, sum, &lin) || !lin.nterms || !linear_bounds(&lin, &lo, &hi) ||
+      !linear_fits(dt, lo, hi) || __builtin_sub_overflow(d, lin.k, &d))
     return NULL;
-  const UOp *lhs = linear_build(rw->ctx, &lin), *rhs = uop_const_int(rw->ctx, dt, bound);
-  const UOp *out = lhs && rhs ? uop_binary(rw->ctx, UJ_OP_CMPLT, lhs, rhs) : NULL;
+  if (!lt_split(&lin, d, &x, &f)) {
+    x = lin, x.k = 0, f = d - 1; /* x + k < d -> x < d - k */
+    if (!lin.k || d == INT64_MIN || !linear_bounds(&x, &lo, &hi) || !linear_fits(dt, lo, hi)) return NULL;
+  }
+  int64_t bound = left ? f : f + 1; /* f + 1: f < d - ylo fits */
+  const UOp *lhs = linear_build(rw->ctx, &x), *rhs = uop_const_int(rw->ctx, dt, bound);
+  if (!linear_fits(dt, bound, bound) || !lhs || !rhs) return NULL;
+  const UOp *out = left ? uop_binary(rw->ctx, UJ_OP_CMPLT, rhs, lhs) : uop_binary(rw->ctx, UJ_OP_CMPLT, lhs, rhs);
   return linear_not_larger(rw, out, root, &lin);
 }

@@ -48,7 +48,7 @@ static bool add_term(Linear *lin, const UOp *node, int64_t coef) {
     }
   }
   if (lin->nterms == LINEAR_MAX_TERMS) return false;
-  lin->terms[lin->nterms++] = (Term){node, coef};
+  lin->terms[lin->nterms++] = (Term){node, coef, false};
   return true;
 }
 
@@ -89,24 +89,85 @@ static int term_cmp(const void *a, const void *b) {
   return uop_term_order(((const Term *)a)->node, ((const Term *)b)->node);
 }
 
-/* (x//c)*(m·c) + (x%c)*m  ->  x*m : the C division identity. */
-static void fold_divmod_pairs(Linear *lin) {
-  for (int i = 0; i < lin->nterms; i++) {
-    const UOp *q = lin->terms[i].node;
-    if (q->op != UJ_OP_IDIV || q->src[1]->op != UJ_OP_CONST) continue;
-    for (int j = 0; j < lin->nterms; j++) {
-      const UOp *r = lin->terms[j].node;
-      if (r->op != UJ_OP_MOD || r->src[0] != q->src[0] || r->src[1] != q->src[1]) continue;
-      int64_t m = lin->terms[j].coef;
-      if (lin->terms[i].coef != ring_norm(lin->dtype, (uint64_t)m * (uint64_t)q->src[1]->ints[0]))
-        continue;
-      lin->terms[i].coef = lin->terms[j].coef = 0;
-      add_term(lin, q->src[0], m);
-    }
-  }
+static void drop_zero_terms(Linear *lin) {
+  int n = 0;
+  for (int i = 0; i < lin->nterms; i++)
+    if (lin->terms[i].coef != 0) lin->terms[n++] = lin->terms[i];
+  lin->nterms = n;
 }
 
-bool linear_decompose(const UOp *u, Linear *lin) {
+/* ---- digit slices ----
+ * A slice of x is (x//d)%m, d >= 1, m >= 1 or 0 for "no modulo": x%m is
+ * (1, m), x//d is (d, 0), x is (1, 0), and (x%M)//d with d dividing M is
+ * (d, M/d). Two slices of one x whose digits are adjacent join, by the
+ * truncating division identities (true for every sign of x, so no bounds
+ * are needed; a and b are positive):
+ *   (x//a)%b + b·((x//(a·b))%c) = (x//a)%(b·c)      and with no c:
+ *   (x//a)%b + b·(x//(a·b))     = x//a
+ * so k·slice(d, m) + k·m·slice(d·m, m') -> k·slice(d, m·m'), where m' = 0
+ * makes the result slice(d, 0). Undoing a reshape in rangeify gives such
+ * sums: x%4 + ((x//4)%8)·4 + (x//32)·32 -> x. */
+typedef struct Slice { const UOp *x; int64_t d, m; } Slice;
+
+static int64_t positive_const_of(const UOp *c) {
+  return c->op == UJ_OP_CONST && c->ints[0] > 0 ? c->ints[0] : 0;
+}
+
+static Slice as_slice(const UOp *u) {
+  int64_t c = u->nsrc == 2 ? positive_const_of(u->src[1]) : 0;
+  if (u->op == UJ_OP_MOD && c) {
+    const UOp *y = u->src[0];
+    int64_t d = y->op == UJ_OP_IDIV ? positive_const_of(y->src[1]) : 0;
+    return d ? (Slice){y->src[0], d, c} : (Slice){y, 1, c};
+  }
+  if (u->op == UJ_OP_IDIV && c) {
+    const UOp *y = u->src[0];
+    int64_t big = y->op == UJ_OP_MOD ? positive_const_of(y->src[1]) : 0;
+    if (big && big % c == 0) return (Slice){y->src[0], c, big / c};
+    return (Slice){y, c, 0};
+  }
+  return (Slice){u, 1, 0};
+}
+
+/* The node of slice s; NULL when out of memory. */
+static const UOp *slice_node(Ctx *ctx, DType dt, Slice s) {
+  const UOp *u = s.x;
+  if (s.d > 1) u = uop_binary(ctx, UJ_OP_IDIV, u, uop_const_int(ctx, dt, s.d));
+  if (u && s.m) u = uop_binary(ctx, UJ_OP_MOD, u, uop_const_int(ctx, dt, s.m));
+  return u;
+}
+
+/* Joins adjacent slices of one x until none are left (see above). */
+static bool join_slices(Ctx *ctx, Linear *lin) {
+  bool joined = true;
+  while (joined) {
+    joined = false;
+    for (int i = 0; i < lin->nterms && !joined; i++) {
+      Slice lo = as_slice(lin->terms[i].node);
+      int64_t next, wide = 0;
+      if (!lin->terms[i].coef || !lo.m || __builtin_mul_overflow(lo.d, lo.m, &next)) continue;
+      for (int j = 0; j < lin->nterms && !joined; j++) {
+        Slice hi = as_slice(lin->terms[j].node);
+        if (j == i || hi.x != lo.x || hi.d != next || !linear_fits(lin->dtype, next, next) ||
+            lin->terms[j].coef != ring_norm(lin->dtype, (uint64_t)lin->terms[i].coef * (uint64_t)lo.m) ||
+            (hi.m && (__builtin_mul_overflow(lo.m, hi.m, &wide) || !linear_fits(lin->dtype, wide, wide))))
+          continue;
+        const UOp *u = slice_node(ctx, lin->dtype, (Slice){lo.x, lo.d, hi.m ? wide : 0});
+        if (!u) return false;
+        int64_t coef = lin->terms[i].coef;
+        lin->terms[i].coef = lin->terms[j].coef = 0;
+        drop_zero_terms(lin);
+        if (!add_term(lin, u, coef)) return false;
+        for (int t = 0; t < lin->nterms; t++)
+          if (lin->terms[t].node == u) lin->terms[t].fresh |= u != lo.x;
+        joined = true;
+      }
+    }
+  }
+  return true;
+}
+
+bool linear_decompose(Ctx *ctx, const UOp *u, Linear *lin) {
   Item stack[LINEAR_MAX_SPINE + 2];
   int top = 0, visited = 0;
   memset(lin, 0, sizeof *lin);
@@ -116,12 +177,9 @@ bool linear_decompose(const UOp *u, Linear *lin) {
     Item it = stack[--top];
     if (++visited > LINEAR_MAX_SPINE || !expand(lin, it, stack, &top)) return false;
   }
-  fold_divmod_pairs(lin);
-  int n = 0;
-  for (int i = 0; i < lin->nterms; i++)
-    if (lin->terms[i].coef != 0) lin->terms[n++] = lin->terms[i];
-  lin->nterms = n;
-  qsort(lin->terms, (size_t)n, sizeof *lin->terms, term_cmp);
+  if (!join_slices(ctx, lin)) return false;
+  drop_zero_terms(lin);
+  qsort(lin->terms, (size_t)lin->nterms, sizeof *lin->terms, term_cmp);
   return true;
 }
 
@@ -182,9 +240,10 @@ bool linear_fits(DType d, int64_t lo, int64_t hi) {
   return lo >= dlo && hi <= dhi;
 }
 
+/* A term that was below the decomposed node (not one join_slices made). */
 static bool is_term(const Linear *lin, const UOp *u) {
   for (int i = 0; i < lin->nterms; i++)
-    if (lin->terms[i].node == u) return true;
+    if (lin->terms[i].node == u) return !lin->terms[i].fresh;
   return false;
 }
 

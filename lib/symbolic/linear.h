@@ -15,6 +15,7 @@ enum { LINEAR_MAX_TERMS = 32, LINEAR_MAX_SPINE = 64 };
 typedef struct Term {
   const UOp *node;
   int64_t coef;
+  bool fresh; /* made by the decomposition (a joined slice), not below the node */
 } Term;
 
 typedef struct Linear {
@@ -25,9 +26,11 @@ typedef struct Linear {
 } Linear;
 
 /* Decomposes u; false when it has more terms or spine nodes than the
- * limits (the caller then leaves u alone). Like terms are combined and
- * terms are sorted (uop_term_order); zero coefficients are dropped. */
-bool linear_decompose(const UOp *u, Linear *lin);
+ * limits, or out of memory (the caller then leaves u alone). Like terms
+ * are combined, digit slices of one value are joined (x%4 + (x//4)·4 ->
+ * x; the node of a partly joined slice, like x%32, is made in ctx), terms
+ * are sorted (uop_term_order) and zero coefficients dropped. */
+bool linear_decompose(Ctx *ctx, const UOp *u, Linear *lin);
 /* The canonical expression: positive terms first, in order, joined by ADD,
  * then negative ones by SUB, then the constant; NULL when out of memory. */
 const UOp *linear_build(Ctx *ctx, const Linear *lin);

@@ -115,7 +115,7 @@ static const UOp *rw_commute(Rewriter *rw, const UOp *root, const Binds *m) {
  * constants folded and last, terms ordered; kept only if not larger. */
 static const UOp *rw_linear(Rewriter *rw, const UOp *root, const Binds *m) {
   Linear lin;
-  if (!linear_decompose(root, &lin)) return NULL;
+  if (!linear_decompose(rw->ctx, root, &lin)) return NULL;
   return linear_not_larger(rw, linear_build(rw->ctx, &lin), root, &lin);
 }
 
@@ -141,6 +141,41 @@ static const UOp *rw_max_bounds(Rewriter *rw, const UOp *root, const Binds *m) {
   const UOp *x = m->x, *y = m->y;
   if (!x->bounded || !y->bounded) return NULL;
   return x->vmin >= y->vmax ? x : y->vmin >= x->vmax ? y : NULL;
+}
+
+/* A binary op on two constants, folded by the semantics of alu.c. */
+static const UOp *folded(Ctx *ctx, Op op, const UOp *a, const UOp *b) {
+  uint64_t words[2] = {uop_const_value(a), uop_const_value(b)};
+  DType dt = op == UJ_OP_CMPLT ? dt_scalar(UJ_BOOL) : a->dtype;
+  return uop_const_word(ctx, dt, alu_eval(op, (uj_scalar)dt.scalar, (uj_scalar)a->dtype.scalar, words));
+}
+
+/* max(max(x, a), b) -> max(x, max(a, b)); xor(xor(x, a), b) -> xor(x, a^b).
+ * MAX is associative for every dtype: floats order -0 below +0 and NaN
+ * absorbs, like a top element. */
+static const UOp *rw_assoc_consts(Rewriter *rw, const UOp *root, const Binds *m) {
+  if (root->dtype.lanes != 1) return NULL;
+  const UOp *c = folded(rw->ctx, (Op)root->op, m->a, m->b);
+  return c ? uop_binary(rw->ctx, (Op)root->op, m->x, c) : NULL;
+}
+
+/* max(max(x, a), y) -> max(max(x, y), a), the constant moved out to meet
+ * the next one in a chain; only when the inner max has no other user. */
+static const UOp *rw_max_const_out(Rewriter *rw, const UOp *root, const Binds *m) {
+  if (m->y->op == UJ_OP_CONST || rewrite_is_shared(rw, m->m)) return NULL;
+  const UOp *inner = uop_binary(rw->ctx, UJ_OP_MAX, m->x, m->y);
+  return inner ? uop_binary(rw->ctx, UJ_OP_MAX, inner, m->a) : NULL;
+}
+
+/* The minimum as the tensor ops write it, WHERE(x < a, x, a), of
+ * another: min(min(x, a), b) -> min(x, min(a, b)), the inner minimum
+ * folded the same way (x < a picks x, else a; NaN never < : then a). */
+static const UOp *rw_min_consts(Rewriter *rw, const UOp *root, const Binds *m) {
+  if (root->dtype.lanes != 1) return NULL;
+  const UOp *lt = folded(rw->ctx, UJ_OP_CMPLT, m->a, m->b);
+  const UOp *c = lt ? (uop_const_value(lt) ? m->a : m->b) : NULL;
+  const UOp *cmp = c ? uop_binary(rw->ctx, UJ_OP_CMPLT, m->x, c) : NULL;
+  return cmp ? uop_ternary(rw->ctx, UJ_OP_WHERE, cmp, m->x, c) : NULL;
 }
 
 static const Rule symbolic_rules[] = {
@@ -186,8 +221,15 @@ static const Rule symbolic_rules[] = {
   {"(MOD (MOD x a=(CONST)) b=(CONST))", rw_mod_mod},         // (x%(b*k))%b -> x%b
   {"(MOD (IDIV x a=(CONST)) b=(CONST))", rw_mod_div},        // (x//a)%b -> (x%(a*b))//a
   {"(IDIV|MOD:int x c=(CONST))", rw_divmod},                 // (x*c+y)//c -> x, (x*c+y)%c -> y
-  {"(CMPLT x d=(CONST))", rw_lt_linear},                     // x+k < d -> x < d-k; g*x < d -> x < ceil(d/g)
+  {"(CMPLT x d=(CONST))", rw_lt_linear},                     // x+k < d -> x < d-k; g·X+Y < d -> X < F+1
+  {"(CMPLT d=(CONST) x)", rw_lt_linear},                     // d < x+k -> d-k < x; d < g·X+Y -> F < X
   {"(MAX:int x y)", rw_max_bounds},                          // max(x,y) -> x when x >= y
+  /* chains of max, min and xor with constants */
+  {"(MAX~ (MAX~ x a=(CONST)) b=(CONST))", rw_assoc_consts},  // max(max(x,a),b) -> max(x,max(a,b))
+  {"(XOR~ (XOR~ x a=(CONST)) b=(CONST))", rw_assoc_consts},  // (x^a)^b -> x^(a^b)
+  {"(MAX~ m=(MAX~ x a=(CONST)) y)", rw_max_const_out},       // max(max(x,a),y) -> max(max(x,y),a)
+  {"(WHERE (CMPLT m=(WHERE (CMPLT x a=(CONST)) x a) b=(CONST)) m b)", rw_min_consts},
+                                                             // min(min(x,a),b) -> min(x,min(a,b))
   /* canonical order */
   {"(ADD|MUL|AND|OR|XOR|MAX|CMPNE|CMPEQ x y)", rw_commute},  // f(c, x) -> f(x, c)
 };
