@@ -5,11 +5,12 @@
 #    (build-essential), LLVM 19 (llvm-19-dev, lld-19), which the build
 #    needs, and clang 19 with its runtime libraries (clang-19,
 #    libclang-rt-19-dev: libFuzzer and the sanitizers), which
-#    scripts/test.sh's fuzz suite builds with. Each package is checked
-#    first (dpkg -s / command -v); `apt-get update` runs once, only when
-#    something must be installed; sudo is used only when not root. If apt
-#    has no LLVM 19 or clang 19, setup stops with a message saying what to
-#    install.
+#    scripts/test.sh's fuzz suite builds with, and z3 (libz3-dev), with
+#    which the symbolic tests prove the simplifier (test/prove.c). Each
+#    package is checked first (dpkg -s / command -v); `apt-get update`
+#    runs once, only when something must be installed; sudo is used only
+#    when not root. If apt has no LLVM 19, clang 19 or z3, setup stops with
+#    a message saying what to install.
 # 2. Configures and builds a Release build in build/.
 # 3. Runs the main job: `build/uopjit examples/simplify.uop`, which prints
 #    the simplified program, and `build/uopjit examples/tensors.ujs`, a
@@ -21,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_PACKAGES=(cmake build-essential)
-LLVM_PACKAGES=(llvm-19-dev lld-19 clang-19 libclang-rt-19-dev)
+LLVM_PACKAGES=(llvm-19-dev lld-19 clang-19 libclang-rt-19-dev libz3-dev)
 JOBS=${UJ_JOBS:-2}
 
 sudo_cmd() {
@@ -80,7 +81,7 @@ install_llvm() {
     if ! has_candidate "$pkg"; then
       echo "setup: apt has no package $pkg here; uopjit needs LLVM 19" \
            "(llvm-19-dev, lld-19; clang-19, libclang-rt-19-dev for the fuzzers:" \
-           "Debian 12's own, or apt.llvm.org)" >&2
+           "Debian 12's own, or apt.llvm.org; libz3-dev for the tests)" >&2
       exit 1
     fi
   done

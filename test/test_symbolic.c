@@ -1,22 +1,35 @@
-/* test_symbolic.c — the symbolic rules, case by case, checked two ways.
+/* test_symbolic.c — the symbolic rules, case by case, checked three ways.
  *
  * In: test/data/symbolic.txt (a prelude of variables, then one case a line:
  * INPUT => EXPECTED). For each case: the simplified INPUT must be the node
  * EXPECTED parses to; the reference evaluator must give the same value for
  * INPUT and the result on random points of the variables' ranges (and their
- * ends); and the result must not be a larger graph. Then whole graphs
- * whose nodes have several users (graph_cases below), checked the same way
- * source by source. */
+ * ends); z3 must prove them equal for every value (prove.h); and the
+ * result must not be a larger graph. Then whole graphs whose nodes have
+ * several users (graph_cases below), checked the same way source by
+ * source. UJ_SYMBOLIC_CASES=FILE reads the cases from FILE instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "prove.h"
 #include "symbolic/symbolic.h"
 #include "uop/eval.h"
 #include "uop/text.h"
 
 enum { MAX_VARS = 32, POINTS = 64 };
+
+static ProveStats proofs;
+
+/* a == b for every value of the variables, proved by z3 (prove.h). */
+static void check_proved(Ctx *ctx, const UOp *a, const UOp *b, const char *where) {
+  char why[512];
+  ProveVerdict v = prove_same(ctx, a, b, PROVE_RLIMIT_GOLDEN, &proofs, why, sizeof why);
+  CHECK(v != PROVE_DIFFERENT, "%s: not equal %s", where, why);
+  CHECK(v != PROVE_MISMATCH, "%s: z3 and the evaluator disagree (prove.c's encoding) %s", where, why);
+  CHECK(v != PROVE_UNKNOWN && v != PROVE_UNSUPPORTED, "%s: not proved: %s", where, why);
+}
 
 typedef struct Vars {
   const char *names[MAX_VARS];
@@ -131,8 +144,10 @@ static void run_graph_case(Ctx *ctx, int i) {
     free(w);
   }
   CHECK(uop_graph_size(ctx, got) <= uop_graph_size(ctx, in), "%s: graph grew", graph_cases[i].name);
-  for (uint32_t k = 0; k < in->nsrc && k < got->nsrc; k++)
+  for (uint32_t k = 0; k < in->nsrc && k < got->nsrc; k++) {
     check_values(ctx, in->src[k], got->src[k], graph_cases[i].name);
+    check_proved(ctx, in->src[k], got->src[k], graph_cases[i].name);
+  }
 }
 
 static const UOp *parse_with(Ctx *ctx, const char *prelude, const char *expr, int line) {
@@ -166,10 +181,12 @@ static void run_case(Ctx *ctx, const char *prelude, char *line_text, int line) {
   char where[32];
   snprintf(where, sizeof where, "line %d", line);
   check_values(ctx, in, got, where);
+  check_proved(ctx, in, got, where);
 }
 
 int main(void) {
-  char *text = read_file(UJ_TEST_DATA "/symbolic.txt");
+  const char *cases_path = getenv("UJ_SYMBOLIC_CASES"); /* another case file, for debugging */
+  char *text = read_file(cases_path ? cases_path : UJ_TEST_DATA "/symbolic.txt");
   CHECK(text != NULL, "cannot read symbolic.txt");
   if (!text) return check_report("test_symbolic");
   char *sep = strstr(text, "\n---\n");
@@ -178,7 +195,7 @@ int main(void) {
   *sep = '\0';
   int line = 1, cases = 0;
   for (char *p = text; p < sep; p++) line += *p == '\n';
-  line++;
+  line += 2; /* the "---" line, then the first case */
   uj_ctx *ctx = uj_ctx_new();
   for (char *s = sep + 5, *nl; *s; s = nl + 1, line++) {
     nl = strchr(s, '\n');
@@ -192,6 +209,7 @@ int main(void) {
   for (size_t i = 0; i < sizeof graph_cases / sizeof *graph_cases; i++)
     run_graph_case(ctx, (int)i), cases++;
   printf("%d cases\n", cases);
+  prove_report("test_symbolic", &proofs);
   CHECK(cases >= 100, "only %d cases", cases);
   uj_ctx_free(ctx);
   free(text);
