@@ -13,9 +13,10 @@
  *    independently of lib/, show the exact value fits. IDIV/MOD truncate
  *    (z3's div/mod are Euclidean: trunc(a/b) = sign(b)·(a >= 0 ? div(a,|b|)
  *    : -div(-a,|b|))); x/0 is all ones, x%0 is x, MIN/-1 wraps. Shifts take
- *    their count mod the width: by a constant, SHL is a product and SHR a
- *    floor division; by a variable, and AND/OR/XOR, go through bit-vectors
- *    (int2bv/bv2int), except AND with 2^k-1 of a value >= 0, a remainder.
+ *    their count mod the width: SHL is a product by 2^n and SHR a floor
+ *    division, case by case over the counts; AND/OR/XOR go through
+ *    bit-vectors (int2bv/bv2int), except AND with 2^k-1 of a value >= 0, a
+ *    remainder.
  *  - bools are z3 Bools; ALU ops on bools act on 0/1 as alu_eval does.
  *  - floats are z3's IEEE floating point in the dtype's format, rounding to
  *    nearest even: ADD SUB MUL FDIV SQRT RECIP round once (the evaluator's
@@ -33,7 +34,8 @@
  * values is split into linear cases), or as bit-vectors of their width
  * (bit operations and wrap-around are native; floats mix with them). A
  * query runs in one, and where z3 gives up, in the other, unless that
- * would bit-blast a 64-bit multiplier or divider.
+ * would bit-blast a 64-bit multiplier or divider; where both give up, in
+ * pieces (sweep(): inner nodes proved equal bottom-up and merged).
  * z3 runs under a deterministic resource limit (rlimit), not a clock, so
  * a CI run proves the same expressions on any machine. */
 #include <stdarg.h>
@@ -64,7 +66,7 @@ typedef struct Val {
 typedef struct Prover {
   Z3_context z;
   bool bv; /* ints as bit-vectors of their width (else as Ints) */
-  unsigned rlimit;
+  const UOp *const *merged; /* by node id: a node proved equal to this one, or NULL */
   Ctx *ctx;
   Val *vals; /* by node id; ast NULL: not encoded yet */
   size_t nvals;
@@ -555,6 +557,11 @@ static bool encode_int_op(Prover *p, const UOp *u, Val *x, Val *out) {
 static bool encode(Prover *p, const UOp *u, Val *out) {
   if (u->id >= p->nvals) return p->unsupported = "a node outside the graph", false;
   if (p->vals[u->id].ast) return *out = p->vals[u->id], true;
+  if (p->merged && p->merged[u->id]) { /* proved equal before: the same term */
+    if (!encode(p, p->merged[u->id], out)) return false;
+    p->vals[u->id] = *out;
+    return true;
+  }
   if (u->dtype.lanes != 1 || dt_is_ptr(u->dtype) || dt_is_void(u->dtype))
     return p->unsupported = op_table[u->op].name, false;
   uj_scalar s = (uj_scalar)u->dtype.scalar;
@@ -635,7 +642,7 @@ static bool evaluator_differs(Prover *p, Z3_model m, const UOp *a, const UOp *b,
   return wa[0] != wb[0];
 }
 
-static ProveVerdict check(Prover *p, const UOp *a, const UOp *b, char *why, size_t size) {
+static ProveVerdict check(Prover *p, const UOp *a, const UOp *b, unsigned rlimit, char *why, size_t size) {
   Z3_context z = p->z;
   Val va = {0}, vb = {0};
   if (!encode(p, a, &va) || !encode(p, b, &vb)) {
@@ -646,7 +653,7 @@ static ProveVerdict check(Prover *p, const UOp *a, const UOp *b, char *why, size
   Z3_solver_inc_ref(z, solver);
   Z3_params params = Z3_mk_params(z);
   Z3_params_inc_ref(z, params);
-  Z3_params_set_uint(z, params, Z3_mk_string_symbol(z, "rlimit"), p->rlimit);
+  Z3_params_set_uint(z, params, Z3_mk_string_symbol(z, "rlimit"), rlimit);
   Z3_params_set_uint(z, params, Z3_mk_string_symbol(z, "timeout"), PROVE_HANG_MS);
   Z3_solver_set_params(z, solver, params);
   for (int i = 0; i < p->nranges; i++) Z3_solver_assert(z, solver, p->ranges[i]);
@@ -670,25 +677,31 @@ static ProveVerdict check(Prover *p, const UOp *a, const UOp *b, char *why, size
   return verdict;
 }
 
-/* One attempt, in one mode, in a fresh z3 context. */
-static ProveVerdict prove_in_mode(Ctx *ctx, const UOp *a, const UOp *b, bool bv, unsigned rlimit, char *why,
-                                  size_t size) {
-  size_t n = (a->id > b->id ? a->id : b->id) + 1;
-  Prover p = {.ctx = ctx, .bv = bv, .rlimit = rlimit, .vals = calloc(n, sizeof(Val)), .nvals = n};
-  ProveVerdict verdict = PROVE_UNSUPPORTED;
+/* A prover over the nodes up to id n - 1, in a fresh z3 context. */
+static bool prover_open(Prover *p, Ctx *ctx, size_t n, bool bv, const UOp *const *merged) {
+  *p = (Prover){.ctx = ctx, .bv = bv, .merged = merged, .vals = calloc(n, sizeof(Val)), .nvals = n};
   Z3_config cfg = Z3_mk_config();
   Z3_set_param_value(cfg, "model", "true");
-  p.z = Z3_mk_context(cfg);
+  p->z = Z3_mk_context(cfg);
   Z3_del_config(cfg);
   z3_failed = false;
-  if (p.vals && p.z) {
-    Z3_set_error_handler(p.z, on_z3_error);
-    verdict = check(&p, a, b, why, size);
-  } else {
-    say(why, size, "out of memory");
-  }
-  if (p.z) Z3_del_context(p.z);
-  free(p.vals);
+  if (p->z) Z3_set_error_handler(p->z, on_z3_error);
+  return p->vals && p->z;
+}
+
+static void prover_close(Prover *p) {
+  if (p->z) Z3_del_context(p->z);
+  free(p->vals);
+}
+
+/* One attempt, in one mode, in a fresh z3 context. */
+static ProveVerdict prove_in_mode(Ctx *ctx, const UOp *a, const UOp *b, bool bv, unsigned rlimit,
+                                  const UOp *const *merged, char *why, size_t size) {
+  Prover p;
+  ProveVerdict verdict = PROVE_UNSUPPORTED;
+  if (prover_open(&p, ctx, (a->id > b->id ? a->id : b->id) + 1, bv, merged)) verdict = check(&p, a, b, rlimit, why, size);
+  else say(why, size, "out of memory");
+  prover_close(&p);
   return verdict;
 }
 
@@ -721,21 +734,123 @@ static bool has_wide_nonlinear(const UOp *u, unsigned char *seen) {
   return false;
 }
 
-ProveVerdict prove_same(Ctx *ctx, const UOp *a, const UOp *b, unsigned rlimit, ProveStats *stats, char *why,
-                        size_t size) {
-  say(why, size, "%s", "");
+/* One query: in the mode that suits it, then (both_modes) where z3 gives
+ * up in the other. */
+/* The modes for a == b: *bv_first, and whether the other may follow. */
+static bool choose_modes(const UOp *a, const UOp *b, bool *bv_first) {
   size_t n = (a->id > b->id ? a->id : b->id) + 1;
   unsigned char *seen = calloc(n, 1);
   bool bv_costly = !seen || has_wide_nonlinear(a, seen) || has_wide_nonlinear(b, seen);
   if (seen) memset(seen, 0, n);
-  bool bv_first = seen && (is_bit_level(a, bv_costly, seen) || is_bit_level(b, bv_costly, seen));
+  *bv_first = seen && (is_bit_level(a, bv_costly, seen) || is_bit_level(b, bv_costly, seen));
   free(seen);
+  return *bv_first || !bv_costly;
+}
+
+static ProveVerdict prove_modes(Ctx *ctx, const UOp *a, const UOp *b, unsigned rlimit, bool both_modes,
+                                const UOp *const *merged, char *why, size_t size) {
+  bool bv_first, other = choose_modes(a, b, &bv_first);
   /* Ints first (linear arithmetic decides index algebra at any width),
    * then bit-vectors where their circuits stay small; bit-level graphs the
    * other way round (floats always: they are bit-level in any mode). */
-  ProveVerdict verdict = prove_in_mode(ctx, a, b, bv_first, rlimit, why, size);
-  if (verdict == PROVE_UNKNOWN && (bv_first || !bv_costly))
-    verdict = prove_in_mode(ctx, a, b, !bv_first, rlimit, why, size);
+  ProveVerdict verdict = prove_in_mode(ctx, a, b, bv_first, rlimit, merged, why, size);
+  if (verdict == PROVE_UNKNOWN && both_modes && other)
+    verdict = prove_in_mode(ctx, a, b, !bv_first, rlimit, merged, why, size);
+  return verdict;
+}
+
+/* SWEEP_EFFORT: a piece gets 1/SWEEP_EFFORT of a query's work limit, in
+ * one mode: most pieces are easy, and one that is not is left unmerged. */
+enum { SWEEP_POINTS = 12, SWEEP_EFFORT = 4 };
+
+/* The values of u at the sweep's points (false: not a scalar the
+ * evaluator computes alone). */
+static bool signature(Ctx *ctx, const UOp *u, const char *const *names, const int64_t (*points)[MAX_PROVE_VARS],
+                      size_t nvars, uint64_t *sig) {
+  if (u->dtype.lanes != 1 || dt_is_ptr(u->dtype) || dt_is_void(u->dtype) || u->op == UJ_OP_CONST) return false;
+  for (int k = 0; k < SWEEP_POINTS; k++) {
+    uint64_t w[16] = {0};
+    if (!eval_expr(ctx, u, names, points[k], nvars, w)) return false;
+    sig[k] = w[0];
+  }
+  return true;
+}
+
+/* Where a whole query is beyond z3, prove it in pieces (SAT sweeping):
+ * the nodes of b that a lacks, from the leaves up, each against a node of
+ * a lacking in b with the same values at sample points; a pair proved
+ * equal is merged (the same term from then on), so each query differs
+ * only where the simplifier rewrote, and the last, a against b, is
+ * small. Every merge is a proof, so the final verdict is one too. */
+static ProveVerdict sweep(Ctx *ctx, const UOp *a, const UOp *b, unsigned rlimit, char *why, size_t size) {
+  const UOp **na = NULL, **nb = NULL;
+  size_t ca = uop_toposort(ctx, a, &na), cb = uop_toposort(ctx, b, &nb), n = (a->id > b->id ? a->id : b->id) + 1;
+  const UOp **merged = calloc(n, sizeof *merged);
+  unsigned char *side = calloc(n, 1); /* 1: in a, 2: in b */
+  uint64_t(*sig_a)[SWEEP_POINTS] = calloc(ca ? ca : 1, sizeof *sig_a);
+  bool *has_a = calloc(ca ? ca : 1, 1);
+  const char *names[MAX_PROVE_VARS];
+  int64_t points[SWEEP_POINTS][MAX_PROVE_VARS], lo[MAX_PROVE_VARS], hi[MAX_PROVE_VARS];
+  size_t nvars = 0;
+  ProveVerdict verdict = PROVE_UNKNOWN;
+  if (!na || !nb || !merged || !side || !sig_a || !has_a) goto done;
+  for (size_t i = 0; i < ca + cb; i++) {
+    const UOp *u = i < ca ? na[i] : nb[i - ca];
+    side[u->id] |= i < ca ? 1 : 2;
+    bool known = u->op != UJ_OP_DEFINE_VAR || u->nints < 2;
+    for (size_t v = 0; v < nvars && !known; v++) known = strcmp(names[v], u->name) == 0;
+    if (known) continue;
+    if (nvars == MAX_PROVE_VARS) goto done;
+    names[nvars] = u->name, lo[nvars] = u->ints[0], hi[nvars++] = u->ints[1];
+  }
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
+  for (int k = 0; k < SWEEP_POINTS; k++)
+    for (size_t v = 0; v < nvars; v++) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      uint64_t span = (uint64_t)hi[v] - (uint64_t)lo[v] + 1;
+      points[k][v] = k == 0 ? lo[v] : k == 1 ? hi[v] : (int64_t)((uint64_t)lo[v] + (span ? rng % span : rng));
+    }
+  for (size_t i = 0; i < ca; i++)
+    has_a[i] = side[na[i]->id] == 1 && signature(ctx, na[i], names, (const int64_t(*)[MAX_PROVE_VARS])points, nvars,
+                                                sig_a[i]);
+  bool bv_first;
+  choose_modes(a, b, &bv_first);
+  Prover p; /* one context for the pieces: encodings below a merge stay valid */
+  if (!prover_open(&p, ctx, n, bv_first, merged)) {
+    prover_close(&p);
+    goto done;
+  }
+  for (size_t j = 0; j < cb; j++) {
+    uint64_t sig[SWEEP_POINTS];
+    if (side[nb[j]->id] != 2 || nb[j] == b ||
+        !signature(ctx, nb[j], names, (const int64_t(*)[MAX_PROVE_VARS])points, nvars, sig))
+      continue;
+    for (size_t i = 0; i < ca; i++) {
+      if (!has_a[i] || !dt_eq(na[i]->dtype, nb[j]->dtype) || memcmp(sig_a[i], sig, sizeof sig) != 0) continue;
+      p.unsupported = NULL;
+      if (check(&p, na[i], nb[j], rlimit / SWEEP_EFFORT, why, size) == PROVE_SAME)
+        merged[nb[j]->id] = na[i], p.vals[nb[j]->id] = p.vals[na[i]->id];
+      break; /* one candidate a node: the first with its values */
+    }
+  }
+  prover_close(&p);
+  verdict = prove_modes(ctx, a, b, rlimit, true, merged, why, size);
+  if (verdict == PROVE_MISMATCH || verdict == PROVE_DIFFERENT) verdict = PROVE_UNKNOWN; /* z3 found no point whole */
+done:
+  free(na), free(nb), free(merged), free(side), free(sig_a), free(has_a);
+  return verdict;
+}
+
+ProveVerdict prove_same(Ctx *ctx, const UOp *a, const UOp *b, unsigned rlimit, ProveStats *stats, char *why,
+                        size_t size) {
+  say(why, size, "%s", "");
+  ProveVerdict verdict = prove_modes(ctx, a, b, rlimit, true, NULL, why, size);
+  if (verdict == PROVE_UNKNOWN) { /* in pieces */
+    char first[256];
+    snprintf(first, sizeof first, "%s", why ? why : "");
+    verdict = sweep(ctx, a, b, rlimit, why, size);
+    if (verdict == PROVE_UNKNOWN) say(why, size, "%s", first);
+  }
   if (stats) {
     if (verdict == PROVE_SAME) stats->same++;
     else if (verdict == PROVE_UNKNOWN) stats->unknown++;
