@@ -77,10 +77,6 @@ static uint32_t ix(const State *s, const UOp *u) {
   return k;
 }
 
-static bool is_effect(const UOp *u) {
-  return u->op == UJ_OP_SINK || u->op == UJ_OP_END || u->op == UJ_OP_STORE;
-}
-
 static uint64_t serial_at(const State *s, uint32_t lvl) { return lvl ? s->loops[lvl - 1].serial : 0; }
 
 static bool valid(const State *s, const UOp *u) {
@@ -479,7 +475,7 @@ static bool emit_node(State *s, const UOp *u) {
 }
 
 static bool needed(const State *s, const UOp *u) {
-  return !is_effect(u) && !valid(s, u) && s->pushed[ix(s, u)] != s->walk_id;
+  return !op_has(u->op, OPF_EFFECT) && !valid(s, u) && s->pushed[ix(s, u)] != s->walk_id;
 }
 
 static bool walk_push(State *s, const UOp *u) {

@@ -5,10 +5,6 @@
 
 #include "llvm/signature.h"
 
-static bool is_effect(const UOp *u) {
-  return u->op == UJ_OP_SINK || u->op == UJ_OP_END || u->op == UJ_OP_STORE;
-}
-
 /* The PARAM a pointer comes from (through INDEXes), or NULL. */
 /* The PARAM or ALLOC a pointer is into. */
 static const UOp *base_memory(const UOp *p) {
@@ -83,7 +79,7 @@ static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
   case UJ_OP_SINK:
   case UJ_OP_END:
     for (uint32_t i = u->op == UJ_OP_END; i < u->nsrc; i++) {
-      if (!is_effect(u->src[i])) {
+      if (!op_has(u->src[i]->op, OPF_EFFECT)) {
         ctx_set_error(ctx, "kernel: %s holds a %s; a kernel's SINK and END hold STOREs and ENDs",
                       op_table[u->op].name, op_table[u->src[i]->op].name);
         return false;
@@ -109,7 +105,7 @@ static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
 
 bool kernel_sig_build(Ctx *ctx, const UOp *root, KernelSig *out) {
   memset(out, 0, sizeof *out);
-  if (!is_effect(root)) {
+  if (!op_has(root->op, OPF_EFFECT)) {
     ctx_set_error(ctx, "kernel: the root is a %s, not a SINK, END or STORE", op_table[root->op].name);
     return false;
   }

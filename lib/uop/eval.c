@@ -507,8 +507,6 @@ static bool eval_node(Eval *ev, const UOp *u) {
 
 /* ---- values on demand ---- */
 
-static bool is_effect(const UOp *u) { return u->op == UJ_OP_SINK || u->op == UJ_OP_END || u->op == UJ_OP_STORE; }
-
 static bool value_ready_at(const Eval *ev, uint32_t k) {
   return ev->pinned[k] || (ev->in_loop[k] ? ev->stamp[k] == ev->epoch : ev->stamp[k] != 0);
 }
@@ -516,7 +514,7 @@ static bool value_ready_at(const Eval *ev, uint32_t k) {
 /* Needs computing now: a value, not ready, not an open RANGE (its END set
  * it), not pushed in this walk. */
 static bool value_needed(const Eval *ev, const UOp *u) {
-  if (is_effect(u)) return false;
+  if (op_has(u->op, OPF_EFFECT)) return false;
   uint32_t k = ix(ev, u);
   return !value_ready_at(ev, k) && !(u->op == UJ_OP_RANGE && ev->open[k]) && ev->pushed[k] != ev->walk_id;
 }

@@ -314,7 +314,7 @@ static const char *rule_gep(const UOp *u, DType *out, char *buf, size_t size) {
 
 const OpInfo op_table[UJ_OP_COUNT] = {
   /*                 name          src     arg         flags                 inferred  type rule */
-  [UJ_OP_SINK]    = {"SINK",       0, -1,  ARG_NONE,   0,                    true,  rule_void},
+  [UJ_OP_SINK]    = {"SINK",       0, -1,  ARG_NONE,   OPF_EFFECT,           true,  rule_void},
   [UJ_OP_CONST]   = {"CONST",      0, 0,   ARG_CONST,  0,                    false, rule_const},
   [UJ_OP_PARAM]   = {"PARAM",      0, 0,   ARG_SLOT,   0,                    false, rule_param},
   [UJ_OP_CALL]    = {"CALL",       0, -1,  ARG_CALL,   0,                    true,  rule_void},
@@ -322,7 +322,7 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_BUFFER]  = {"BUFFER",     0, 0,   ARG_BUFFER, 0,                    false, rule_pointer},
   [UJ_OP_INDEX]   = {"INDEX",      1, -1,  ARG_NONE,   0,                    true,  rule_index},
   [UJ_OP_LOAD]    = {"LOAD",       1, 2,   ARG_NONE,   0,                    true,  rule_load},
-  [UJ_OP_STORE]   = {"STORE",      2, 2,   ARG_NONE,   0,                    true,  rule_store},
+  [UJ_OP_STORE]   = {"STORE",      2, 2,   ARG_NONE,   OPF_EFFECT,           true,  rule_store},
   [UJ_OP_RECIP]   = {"RECIP",      1, 1,   ARG_NONE,   ALU1,                 true,  rule_float},
   [UJ_OP_NEG]     = {"NEG",        1, 1,   ARG_NONE,   ALU1,                 true,  rule_numeric},
   [UJ_OP_EXP2]    = {"EXP2",       1, 1,   ARG_NONE,   ALU1,                 true,  rule_float},
@@ -349,7 +349,7 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_WHERE]   = {"WHERE",      3, 3,   ARG_NONE,   OPF_ALU | OPF_TERNARY, true, rule_where_values},
   [UJ_OP_MULACC]  = {"MULACC",     3, 3,   ARG_NONE,   OPF_ALU | OPF_TERNARY, true, rule_numeric},
   [UJ_OP_RANGE]   = {"RANGE",      1, 1,   ARG_RANGE,  0,                    true,  rule_range},
-  [UJ_OP_END]     = {"END",        2, -1,  ARG_NONE,   0,                    true,  rule_end},
+  [UJ_OP_END]     = {"END",        2, -1,  ARG_NONE,   OPF_EFFECT,           true,  rule_end},
   [UJ_OP_VECTORIZE] = {"VECTORIZE", 1, -1, ARG_NONE,   0,                    true,  rule_vectorize},
   [UJ_OP_GEP]     = {"GEP",        1, 1,   ARG_LANE,   0,                    true,  rule_gep},
   [UJ_OP_RESHAPE] = {"RESHAPE",    1, 1,   ARG_INTS,   OPF_MOVEMENT | OPF_TENSOR, true, movement_rule_reshape},

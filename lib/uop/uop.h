@@ -139,6 +139,7 @@ enum OpFlag {
   OPF_COMPARE = 1 << 6,     /* result is bool */
   OPF_MOVEMENT = 1 << 7,    /* moves data: shape from the arg (movement.c) */
   OPF_TENSOR = 1 << 8,      /* tensor level only: rangeify removes it */
+  OPF_EFFECT = 1 << 9,      /* runs for what it writes, has no value (SINK, END, STORE) */
 };
 
 /* Type rule: checks the sources and arg of u; on success writes the dtype
