@@ -12,10 +12,8 @@
  * loop step (or the loop's end) when it does. LOADs read memory as it was before the run;
  * STOREs are checked and queued with a copy of their value, and written in
  * the order they ran once everything succeeded. An error leaves memory as
- * it was. An ALLOC is memory of the kernel's own for the run: stores to it
- * land at once, and reading an element nothing was stored to is an error
- * (its contents are undefined). Pointer nodes evaluate to a Pointer
- * (memory, element, gate). */
+ * it was (memory and its checks: eval_mem.c). Pointer nodes evaluate to a
+ * Pointer (memory, element, gate). */
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,97 +21,13 @@
 #include <string.h>
 
 #include "uop/alu.h"
-#include "uop/eval.h"
-#include "uop/nodemap.h"
+#include "uop/eval_impl.h"
 #include "uop/spec.h"
 #include "uop/text.h"
 
-typedef struct VarBinding {
-  char *name;
-  int64_t value;
-} VarBinding;
+/* ---- errors, growth ---- */
 
-/* Memory bound to a BUFFER node, or to PARAM `slot` when buffer is NULL. */
-typedef struct Memory {
-  const UOp *buffer;
-  int64_t slot;
-  unsigned char *data;
-  size_t bytes;
-} Memory;
-
-/* A pointer value: element `index` of the `count` elements at data; valid
- * is false when a gate on the way turned the access off. */
-typedef struct Pointer {
-  unsigned char *data;
-  int64_t count, index;
-  bool valid;
-  bool own; /* an ALLOC's memory: stores land at once, loads need one first */
-} Pointer;
-
-typedef struct Frame {
-  const UOp *u;
-  uint32_t next; /* the next source to visit */
-} Frame;
-
-/* A STORE that ran: written, from its copy of the value, after the run. */
-typedef struct Store {
-  unsigned char *at;
-  DType dtype;
-  size_t words; /* offset in store_words */
-} Store;
-
-/* One effect node being run: SINK, END (with its loop state) or STORE. */
-typedef struct Step {
-  const UOp *u;
-  uint32_t next;      /* the next source to run */
-  int64_t iter, trip; /* END: the current value of its RANGE and the bound */
-} Step;
-
-struct Eval {
-  Ctx *ctx;
-  VarBinding *vars;
-  size_t nvars, cap_vars;
-  Memory *mems;
-  size_t nmems, cap_mems;
-  /* results of the last run */
-  const UOp **order; /* post-order of the graph */
-  size_t norder;
-  NodeMap num;     /* the graph's nodes, numbered (nodemap.h): the tables below are by number */
-  size_t *where;   /* by number: 1 + offset in words or ptrs; 0: none */
-  uint64_t *words; /* lanes of the value nodes */
-  Pointer *ptrs;   /* pointer nodes */
-  /* by number: depends on a RANGE; the epoch its value was computed in
-   * (0: never); a RANGE inside its END; an effect run outside loops */
-  unsigned char *in_loop, *open, *done, *pinned; /* pinned: a shadow computed for this step (reduce_level) */
-  uint64_t *stamp, epoch; /* epoch: +1 at every loop step */
-  size_t depth;           /* ENDs open */
-  uint64_t *pushed, walks, walk_id; /* by number: the walk that pushed the node */
-  Frame *walk;                       /* stack for computing values; walks nest */
-  size_t walk_top, walk_cap;         /* (REDUCE), each above the last */
-  Step *steps;            /* stack of effects */
-  Store *stores;
-  size_t nstores, cap_stores;
-  uint64_t *store_words;
-  size_t nstore_words, cap_store_words;
-  uintptr_t *written; /* set of element addresses stored to: 0 = empty slot */
-  size_t nwritten, cap_written;
-  unsigned char **allocs; /* the memory of ALLOCs in this run */
-  size_t nallocs, cap_allocs;
-};
-
-/* u's number: the tables are as long as the graph run, not the context. */
-static uint32_t ix(const Eval *ev, const UOp *u) {
-  uint32_t k = nodemap_find(&ev->num, u);
-  assert(k != NODEMAP_NONE);
-  return k;
-}
-
-/* ---- errors ---- */
-
-static bool fail(Eval *ev, const UOp *u, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static bool fail(Eval *ev, const UOp *u, const char *fmt, ...) {
+bool eval_fail(Eval *ev, const UOp *u, const char *fmt, ...) {
   char msg[256], who[48];
   va_list ap;
   va_start(ap, fmt);
@@ -124,12 +38,12 @@ static bool fail(Eval *ev, const UOp *u, const char *fmt, ...) {
   return false;
 }
 
-static bool fail_nomem(Eval *ev) {
+bool eval_fail_nomem(Eval *ev) {
   ctx_set_error(ev->ctx, "eval: out of memory");
   return false;
 }
 
-/* ---- bindings ---- */
+/* ---- the evaluator's life ---- */
 
 Eval *eval_new(Ctx *ctx) {
   Eval *ev = calloc(1, sizeof *ev);
@@ -162,74 +76,12 @@ void eval_free(Eval *ev) {
   free(ev);
 }
 
-/* Room for one more item in a growable array; the new array or NULL. */
-static void *grow(void *items, size_t n, size_t *cap, size_t size) {
+void *eval_grow(void *items, size_t n, size_t *cap, size_t size) {
   if (n < *cap) return items;
   size_t cap2 = *cap ? *cap * 2 : 8;
   void *p = realloc(items, cap2 * size);
   if (p) *cap = cap2;
   return p;
-}
-
-bool eval_bind_var(Eval *ev, const char *name, int64_t value) {
-  for (size_t i = 0; i < ev->nvars; i++) {
-    if (strcmp(ev->vars[i].name, name) == 0) {
-      ev->vars[i].value = value;
-      return true;
-    }
-  }
-  VarBinding *vars = grow(ev->vars, ev->nvars, &ev->cap_vars, sizeof *vars);
-  if (!vars) return fail_nomem(ev);
-  ev->vars = vars;
-  size_t len = strlen(name);
-  char *copy = malloc(len + 1);
-  if (!copy) return fail_nomem(ev);
-  memcpy(copy, name, len + 1);
-  ev->vars[ev->nvars++] = (VarBinding){copy, value};
-  return true;
-}
-
-static Memory *mem_find(const Eval *ev, const UOp *buffer, int64_t slot) {
-  for (size_t i = 0; i < ev->nmems; i++) {
-    Memory *m = &ev->mems[i];
-    if (m->buffer == buffer && (buffer || m->slot == slot)) return m;
-  }
-  return NULL;
-}
-
-static bool mem_bind(Eval *ev, const UOp *buffer, int64_t slot, void *data, size_t bytes) {
-  Memory *m = mem_find(ev, buffer, slot);
-  if (!m) {
-    Memory *mems = grow(ev->mems, ev->nmems, &ev->cap_mems, sizeof *mems);
-    if (!mems) return fail_nomem(ev);
-    ev->mems = mems;
-    m = &ev->mems[ev->nmems++];
-  }
-  *m = (Memory){buffer, slot, data, bytes};
-  return true;
-}
-
-bool eval_bind_param(Eval *ev, int64_t slot, void *data, size_t bytes) {
-  if (slot < 0 || (!data && bytes)) {
-    ctx_set_error(ev->ctx, "eval_bind_param: bad slot %lld or memory", (long long)slot);
-    return false;
-  }
-  return mem_bind(ev, NULL, slot, data, bytes);
-}
-
-bool eval_bind_buffer(Eval *ev, const UOp *buffer, void *data, size_t bytes) {
-  if (!buffer || buffer->op != UJ_OP_BUFFER || buffer->nints != 2 || buffer->ints[1] < 0) {
-    ctx_set_error(ev->ctx, "eval_bind_buffer: not a BUFFER node");
-    return false;
-  }
-  size_t need;
-  if (__builtin_mul_overflow((size_t)buffer->ints[1], elem_bytes(buffer->dtype), &need) ||
-      bytes < need || (!data && bytes)) {
-    ctx_set_error(ev->ctx, "eval_bind_buffer: BUFFER of %lld elements needs %zu bytes, not %zu",
-                  (long long)buffer->ints[1], need, bytes);
-    return false;
-  }
-  return mem_bind(ev, buffer, 0, data, bytes);
 }
 
 /* ---- phase 1: the walk, and room for the results ---- */
@@ -311,154 +163,9 @@ static bool results_alloc(Eval *ev, const UOp *root) {
 
 /* The words of a value node, the Pointer of a pointer node: both reached
  * (the walk puts sources first). */
-static uint64_t *words_of(const Eval *ev, const UOp *u) { return ev->words + ev->where[ix(ev, u)] - 1; }
-static Pointer *pointer_of(const Eval *ev, const UOp *u) { return ev->ptrs + ev->where[ix(ev, u)] - 1; }
-
-/* ---- phase 2: one node ---- */
-
-static bool eval_var(Eval *ev, const UOp *u) {
-  const VarBinding *b = NULL;
-  for (size_t i = 0; i < ev->nvars && !b; i++)
-    if (strcmp(ev->vars[i].name, u->name) == 0) b = &ev->vars[i];
-  if (!b) return fail(ev, u, "variable %s is not bound", u->name);
-  if (b->value < u->ints[0] || b->value > u->ints[1])
-    return fail(ev, u, "variable %s = %lld is outside [%lld, %lld]", u->name, (long long)b->value,
-                (long long)u->ints[0], (long long)u->ints[1]);
-  words_of(ev, u)[0] = word_from_int((uj_scalar)u->dtype.scalar, b->value);
-  return true;
-}
-
-/* A PARAM or BUFFER: a pointer to element 0 of its memory, or (a value
- * PARAM) the value in its bytes. */
-static bool eval_memory_root(Eval *ev, const UOp *u) {
-  bool is_buffer = u->op == UJ_OP_BUFFER;
-  const Memory *m = mem_find(ev, is_buffer ? u : NULL, is_buffer ? 0 : u->ints[0]);
-  size_t elem = elem_bytes(u->dtype);
-  if (!m && is_buffer) return fail(ev, u, "BUFFER is not bound");
-  if (!m) return fail(ev, u, "PARAM slot %lld is not bound", (long long)u->ints[0]);
-  if (dt_is_ptr(u->dtype)) {
-    int64_t count = is_buffer ? u->ints[1] : elem ? (int64_t)(m->bytes / elem) : 0;
-    *pointer_of(ev, u) = (Pointer){m->data, count, 0, true, false};
-    return true;
-  }
-  if (m->bytes != elem)
-    return fail(ev, u, "PARAM slot %lld is bound to %zu bytes, its value has %zu",
-                (long long)u->ints[0], m->bytes, elem);
-  mem_read(m->data, u->dtype, words_of(ev, u));
-  return true;
-}
-
-/* ALLOC: memory of the kernel's own for this run, made once. */
-static bool eval_alloc(Eval *ev, const UOp *u) {
-  Pointer *p = pointer_of(ev, u);
-  if (p->data) return true;
-  unsigned char **a = grow(ev->allocs, ev->nallocs, &ev->cap_allocs, sizeof *a);
-  if (a) ev->allocs = a;
-  unsigned char *mem = a ? calloc((size_t)u->ints[1], elem_bytes(dt_base(u->dtype))) : NULL;
-  if (!mem) return fail_nomem(ev);
-  ev->allocs[ev->nallocs++] = mem;
-  *p = (Pointer){mem, u->ints[1], 0, true, true};
-  return true;
-}
-
-/* INDEX(ptr, idx[, gate]): idx elements further; off where gate is false. */
-static bool eval_index(Eval *ev, const UOp *u) {
-  const Pointer *base = pointer_of(ev, u->src[0]);
-  uint64_t w = words_of(ev, u->src[1])[0];
-  bool gate = u->nsrc < 3 || words_of(ev, u->src[2])[0];
-  Pointer *p = pointer_of(ev, u);
-  *p = *base;
-  p->valid = base->valid && gate;
-  bool fits = dt_is_signed(u->src[1]->dtype) || w <= (uint64_t)INT64_MAX;
-  if (fits && !__builtin_add_overflow(base->index, (int64_t)w, &p->index)) return true;
-  p->index = 0;
-  return p->valid ? fail(ev, u, "element index overflows int64") : true;
-}
-
-static bool access_ok(Eval *ev, const UOp *u, const Pointer *p) {
-  if (p->index >= 0 && p->index < p->count) return true;
-  return fail(ev, u, "element %lld is out of bounds [0, %lld)", (long long)p->index,
-              (long long)p->count);
-}
-
-/* ---- the set of elements stored to in this run ---- */
-
-static size_t written_slot(const Eval *ev, uintptr_t at) {
-  size_t mask = ev->cap_written - 1, i = (size_t)((at * 0x9e3779b97f4a7c15ull) >> 17) & mask;
-  while (ev->written[i] && ev->written[i] != at) i = (i + 1) & mask;
-  return i;
-}
-
-static bool was_written(const Eval *ev, const unsigned char *at) {
-  return ev->cap_written && ev->written[written_slot(ev, (uintptr_t)at)] != 0;
-}
-
-static bool mark_written(Eval *ev, const unsigned char *at) {
-  if (2 * (ev->nwritten + 1) > ev->cap_written) { /* rehash at half full */
-    size_t cap = ev->cap_written ? 2 * ev->cap_written : 64;
-    uintptr_t *old = ev->written, *fresh = calloc(cap, sizeof *fresh);
-    if (!fresh) return fail_nomem(ev);
-    size_t old_cap = ev->cap_written;
-    ev->written = fresh, ev->cap_written = cap;
-    for (size_t i = 0; i < old_cap; i++)
-      if (old[i]) ev->written[written_slot(ev, old[i])] = old[i];
-    free(old);
-  }
-  size_t i = written_slot(ev, (uintptr_t)at);
-  if (!ev->written[i]) ev->written[i] = (uintptr_t)at, ev->nwritten++;
-  return true;
-}
-
-/* LOAD(ptr[, alt]): the element at ptr; alt (or zero) when ptr is off. An
- * element this run stored to already is an error: a kernel reads memory as
- * it was before it ran, which a compiled loop cannot do once it wrote. */
-static bool eval_load(Eval *ev, const UOp *u) {
-  const Pointer *p = pointer_of(ev, u->src[0]);
-  uint64_t *out = words_of(ev, u);
-  size_t lanes = u->dtype.lanes;
-  if (!p->valid) {
-    if (u->nsrc == 2) memcpy(out, words_of(ev, u->src[1]), lanes * sizeof *out);
-    else memset(out, 0, lanes * sizeof *out);
-    return true;
-  }
-  if (!access_ok(ev, u, p)) return false;
-  const unsigned char *at = p->data + (size_t)p->index * elem_bytes(u->dtype);
-  if (p->own && !was_written(ev, at))
-    return fail(ev, u, "element %lld of an ALLOC is read before anything was stored there", (long long)p->index);
-  if (!p->own && was_written(ev, at))
-    return fail(ev, u, "element %lld was stored earlier in this run (a kernel reads memory as it was before it ran)",
-                (long long)p->index);
-  mem_read(at, u->dtype, out);
-  return true;
-}
-
-/* STORE(ptr, val): checked and queued with a copy of val (written after
- * the run; into an ALLOC's memory at once); nothing when ptr is off. */
-static bool eval_store(Eval *ev, const UOp *u) {
-  const Pointer *p = pointer_of(ev, u->src[0]);
-  DType d = u->src[1]->dtype;
-  if (!p->valid) return true;
-  if (!access_ok(ev, u, p)) return false;
-  Store *stores = grow(ev->stores, ev->nstores, &ev->cap_stores, sizeof *stores);
-  if (stores) ev->stores = stores;
-  while (stores && ev->nstore_words + d.lanes > ev->cap_store_words) {
-    uint64_t *w = grow(ev->store_words, ev->cap_store_words, &ev->cap_store_words, sizeof *w);
-    if (!w) return fail_nomem(ev);
-    ev->store_words = w;
-  }
-  if (!stores) return fail_nomem(ev);
-  unsigned char *at = p->data + (size_t)p->index * elem_bytes(d);
-  if (!mark_written(ev, at)) return false;
-  if (p->own) return mem_write(at, d, words_of(ev, u->src[1])), true; /* an ALLOC's: at once */
-  memcpy(ev->store_words + ev->nstore_words, words_of(ev, u->src[1]), d.lanes * sizeof(uint64_t));
-  ev->stores[ev->nstores++] = (Store){at, d, ev->nstore_words};
-  ev->nstore_words += d.lanes;
-  return true;
-}
-
 /* RANGE: the value its END gives it in this step of the loop. */
 static bool eval_range(Eval *ev, const UOp *u) {
-  if (!ev->open[ix(ev, u)]) return fail(ev, u, "RANGE is used outside its END");
+  if (!ev->open[ix(ev, u)]) return eval_fail(ev, u, "RANGE is used outside its END");
   return true; /* the END wrote the value */
 }
 
@@ -497,11 +204,11 @@ static bool eval_node(Eval *ev, const UOp *u) {
     for (uint32_t i = 0; i < u->nsrc; i++) words_of(ev, u)[i] = words_of(ev, u->src[i])[0];
     return true;
   case UJ_OP_GEP: words_of(ev, u)[0] = words_of(ev, u->src[0])[u->ints[0]]; return true;
-  case UJ_OP_CALL: return fail(ev, u, "CALL is not evaluable");
+  case UJ_OP_CALL: return eval_fail(ev, u, "CALL is not evaluable");
   default:
     if (op_has((Op)u->op, OPF_ALU) && u->nsrc <= 3) return eval_alu(ev, u);
-    if (op_has((Op)u->op, OPF_TENSOR)) return fail(ev, u, "a tensor op is not evaluable here (eval_tensor is)");
-    return fail(ev, u, "the evaluator does not know this op");
+    if (op_has((Op)u->op, OPF_TENSOR)) return eval_fail(ev, u, "a tensor op is not evaluable here (eval_tensor is)");
+    return eval_fail(ev, u, "the evaluator does not know this op");
   }
 }
 
@@ -523,7 +230,7 @@ static bool walk_push(Eval *ev, const UOp *u) {
   if (ev->walk_top == ev->walk_cap) {
     size_t cap = 2 * ev->walk_cap + 64;
     Frame *w = realloc(ev->walk, cap * sizeof *w);
-    if (!w) return fail_nomem(ev);
+    if (!w) return eval_fail_nomem(ev);
     ev->walk = w, ev->walk_cap = cap;
   }
   ev->walk[ev->walk_top++] = (Frame){u, 0};
@@ -566,18 +273,18 @@ static bool find_shadows(Eval *ev, const UOp *u, const UOp ***out, size_t *n) {
   const UOp **stack = NULL, **found = NULL;
   size_t top = 0, cap = 0, nfound = 0, capf = 0;
   uint64_t mark = ++ev->walks; /* pushed[] as a seen set: no walk has this id */
-  bool ok = (stack = grow(stack, top, &cap, sizeof *stack)) != NULL;
+  bool ok = (stack = eval_grow(stack, top, &cap, sizeof *stack)) != NULL;
   if (ok) stack[top++] = u->src[0], ev->pushed[ix(ev, u->src[0])] = mark;
   while (ok && top > 0) {
     const UOp *x = stack[--top];
     bool shadow = false;
     for (uint32_t i = 1; x->op == UJ_OP_REDUCE && i < x->nsrc && !shadow; i++)
       for (uint32_t k = 1; k < u->nsrc && !shadow; k++) shadow = x->src[i] == u->src[k];
-    if (shadow && (ok = (found = grow(found, nfound, &capf, sizeof *found)) != NULL)) found[nfound++] = x;
+    if (shadow && (ok = (found = eval_grow(found, nfound, &capf, sizeof *found)) != NULL)) found[nfound++] = x;
     for (uint32_t i = 0; ok && x->op != UJ_OP_REDUCE && i < x->nsrc; i++) {
       if (ev->pushed[ix(ev, x->src[i])] == mark) continue;
       ev->pushed[ix(ev, x->src[i])] = mark;
-      if ((ok = (stack = grow(stack, top, &cap, sizeof *stack)) != NULL)) stack[top++] = x->src[i];
+      if ((ok = (stack = eval_grow(stack, top, &cap, sizeof *stack)) != NULL)) stack[top++] = x->src[i];
     }
   }
   free(stack);
@@ -613,11 +320,11 @@ static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *ac
   }
   const UOp *r = u->src[k];
   for (uint32_t i = 1; i < k; i++)
-    if (u->src[i] == r) return fail(ev, u, "names one RANGE twice");
+    if (u->src[i] == r) return eval_fail(ev, u, "names one RANGE twice");
   if (!eval_value_node(ev, r->src[0])) return false;
   uint64_t w = words_of(ev, r->src[0])[0], outer = words_of(ev, r)[0];
   int64_t trip = !dt_is_signed(r->dtype) && w > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)w;
-  if (ev->open[ix(ev, r)] == 1) return fail(ev, u, "its RANGE is already open (inside its own loop)");
+  if (ev->open[ix(ev, r)] == 1) return eval_fail(ev, u, "its RANGE is already open (inside its own loop)");
   bool ok = true, shadow = ev->open[ix(ev, r)] == 2; /* bound by an outer REDUCE */
   if (!shadow) ev->open[ix(ev, r)] = 2, ev->depth++;
   for (int64_t i = 0; ok && i < trip; i++) {
@@ -633,11 +340,11 @@ static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *ac
 
 static bool eval_reduce(Eval *ev, const UOp *u) {
   Op op = UJ_OP_ADD;
-  if (u->nsrc == 1) return fail(ev, u, "a tensor REDUCE (over axes) is not evaluable: kernels reduce over RANGEs");
+  if (u->nsrc == 1) return eval_fail(ev, u, "a tensor REDUCE (over axes) is not evaluable: kernels reduce over RANGEs");
   op_from_name(u->name, strlen(u->name), &op);
   const UOp **shadows;
   size_t nshadows;
-  if (!find_shadows(ev, u, &shadows, &nshadows)) return fail_nomem(ev);
+  if (!find_shadows(ev, u, &shadows, &nshadows)) return eval_fail_nomem(ev);
   uint64_t *acc = words_of(ev, u);
   for (unsigned lane = 0; lane < u->dtype.lanes; lane++) acc[lane] = alu_identity(op, (uj_scalar)u->dtype.scalar);
   bool ok = reduce_level(ev, u, op, 1, acc, shadows, nshadows);
@@ -659,7 +366,7 @@ static void loop_step(Eval *ev, Step *st) {
 /* Starts END's loop: false on error; *runs false when the bound is <= 0. */
 static bool loop_begin(Eval *ev, Step *st, bool *runs) {
   const UOp *r = st->u->src[0];
-  if (ev->open[ix(ev, r)]) return fail(ev, st->u, "its RANGE is already open (an END inside itself)");
+  if (ev->open[ix(ev, r)]) return eval_fail(ev, st->u, "its RANGE is already open (an END inside itself)");
   if (!eval_value_node(ev, r->src[0])) return false;
   uint64_t w = words_of(ev, r->src[0])[0];
   bool big = !dt_is_signed(r->dtype) && w > (uint64_t)INT64_MAX;
@@ -723,13 +430,12 @@ bool eval_run(Eval *ev, const UOp *root) {
     return false;
   }
   if (!spec_check_graph(ctx, root)) return false;
-  bool ok = (results_alloc(ev, root) || fail_nomem(ev)) && run_effects(ev, root);
+  bool ok = (results_alloc(ev, root) || eval_fail_nomem(ev)) && run_effects(ev, root);
   if (!ok) {
     results_clear(ev);
     return false;
   }
-  for (size_t i = 0; i < ev->nstores; i++) /* every check passed: write */
-    mem_write(ev->stores[i].at, ev->stores[i].dtype, ev->store_words + ev->stores[i].words);
+  eval_write_stores(ev); /* every check passed: write */
   return true;
 }
 
