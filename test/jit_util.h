@@ -5,7 +5,9 @@
  * Out: both run on their own copy of the buffers; every element of every
  * buffer must then be equal: bit for bit (after the evaluator's reading of
  * memory, which maps any NaN to the canonical one), or within `ulps` for
- * floats when a kernel has transcendental functions; and the 64 bytes
+ * floats when a kernel has transcendental functions, or within the
+ * evaluator's error bounds (jit_within_bounds_of: the kernel may regroup
+ * float reductions, docs/semantics.md "Reassociation"); and the 64 bytes
  * after each JIT buffer (a canary) must be untouched. A mismatch prints the
  * slot, the element, both values and the kernel. */
 #ifndef UJ_TEST_JIT_UTIL_H
@@ -17,6 +19,7 @@
 #include "check.h"
 #include "uop/alu.h"
 #include "uop/eval.h"
+#include "uop/eval_bound.h"
 #include "uop/text.h"
 
 enum { JIT_MAX_SLOTS = 8, JIT_CANARY = 64 };
@@ -51,19 +54,21 @@ static inline uint64_t jit_read_word(const unsigned char *p, uj_scalar s) {
 
 /* Compares the buffers element by element, lane by lane. */
 static inline bool jit_compare(const JitBuffers *b, unsigned char **got, unsigned char **want, uint64_t ulps,
-                        const char *what) {
+                               double *const *errs, const char *what) {
   for (int slot = 0; slot < b->n; slot++) {
     uj_scalar s = (uj_scalar)b->dtype[slot].scalar;
     size_t lane_bytes = s == UJ_BOOL ? 1 : scalar_table[s].bits / 8;
     size_t lanes = b->count[slot] * b->dtype[slot].lanes;
     for (size_t i = 0; i < lanes; i++) {
       uint64_t g = jit_read_word(got[slot] + i * lane_bytes, s), w = jit_read_word(want[slot] + i * lane_bytes, s);
-      bool same = g == w || (scalar_table[s].is_float && ulps && jit_ulps(s, g, w) <= ulps);
+      bool same = errs ? bound_holds(s, g, w, errs[slot][i])
+                       : g == w || (scalar_table[s].is_float && ulps && jit_ulps(s, g, w) <= ulps);
       if (!same) {
         char gs[48], ws[48];
         if (scalar_table[s].is_float) word_format_float(s, g, gs, sizeof gs), word_format_float(s, w, ws, sizeof ws);
         else snprintf(gs, sizeof gs, "%lld", (long long)g), snprintf(ws, sizeof ws, "%lld", (long long)w);
-        CHECK(same, "%s: slot %d lane %zu: jit %s, evaluator %s", what, slot, i, gs, ws);
+        CHECK(same, "%s: slot %d lane %zu: jit %s, evaluator %s (bound %g)", what, slot, i, gs, ws,
+              errs ? errs[slot][i] : 0.0);
         return false;
       }
     }
@@ -74,11 +79,13 @@ static inline bool jit_compare(const JitBuffers *b, unsigned char **got, unsigne
 
 /* Runs reference through the evaluator and kernel (reference, or an
  * optimized copy of it) through the JIT on copies of b's memory. vars:
- * values of the kernel's variables, sorted by name (as uj_run). */
-static inline bool jit_vs_eval_of(Ctx *ctx, const UOp *reference, const UOp *kernel, const JitBuffers *b,
-                                  const char *const *var_names, const int64_t *vars, size_t nvars, uint64_t ulps,
-                                  const char *what) {
+ * values of the kernel's variables, sorted by name (as uj_run). bounded:
+ * compare within the evaluator's bounds (the inputs exact), not ulps. */
+static inline bool jit_diff(Ctx *ctx, const UOp *reference, const UOp *kernel, const JitBuffers *b,
+                            const char *const *var_names, const int64_t *vars, size_t nvars, uint64_t ulps,
+                            bool bounded, const char *what) {
   unsigned char *got[JIT_MAX_SLOTS] = {0}, *want[JIT_MAX_SLOTS] = {0};
+  double *errs[JIT_MAX_SLOTS] = {0};
   void *args[JIT_MAX_SLOTS] = {0};
   bool ok = true;
   for (int i = 0; i < b->n; i++) {
@@ -89,7 +96,11 @@ static inline bool jit_vs_eval_of(Ctx *ctx, const UOp *reference, const UOp *ker
     args[i] = got[i];
   }
   Eval *ev = eval_new(ctx);
-  for (int i = 0; i < b->n; i++) eval_bind_param(ev, i, want[i], b->count[i] * elem_bytes(b->dtype[i]));
+  eval_track_bounds(ev, bounded);
+  for (int i = 0; i < b->n; i++) {
+    eval_bind_param(ev, i, want[i], b->count[i] * elem_bytes(b->dtype[i]));
+    if (bounded) errs[i] = calloc(b->count[i] * b->dtype[i].lanes + 1, sizeof(double)), eval_bind_bounds(ev, i, errs[i]);
+  }
   for (size_t i = 0; i < nvars; i++) eval_bind_var(ev, var_names[i], vars[i]);
   if (!eval_run(ev, reference)) {
     CHECK(false, "%s: the evaluator fails: %s", what, uj_error(ctx));
@@ -105,7 +116,7 @@ static inline bool jit_vs_eval_of(Ctx *ctx, const UOp *reference, const UOp *ker
     CHECK(false, "%s: run fails: %s", what, uj_error(ctx));
     ok = false;
   }
-  if (ok) ok = jit_compare(b, got, want, ulps, what);
+  if (ok) ok = jit_compare(b, got, want, ulps, bounded ? errs : NULL, what);
   for (int i = 0; ok && i < b->n; i++) {
     const unsigned char *canary = got[i] + b->count[i] * elem_bytes(b->dtype[i]);
     for (int k = 0; k < JIT_CANARY && ok; k++) ok = canary[k] == 0xa5;
@@ -117,8 +128,21 @@ static inline bool jit_vs_eval_of(Ctx *ctx, const UOp *reference, const UOp *ker
     free(text);
   }
   uj_program_free(p);
-  for (int i = 0; i < b->n; i++) free(got[i]), free(want[i]);
+  for (int i = 0; i < b->n; i++) free(got[i]), free(want[i]), free(errs[i]);
   return ok;
+}
+
+static inline bool jit_vs_eval_of(Ctx *ctx, const UOp *reference, const UOp *kernel, const JitBuffers *b,
+                                  const char *const *var_names, const int64_t *vars, size_t nvars, uint64_t ulps,
+                                  const char *what) {
+  return jit_diff(ctx, reference, kernel, b, var_names, vars, nvars, ulps, false, what);
+}
+
+/* jit_vs_eval_of within the evaluator's bounds: kernel may regroup
+ * reference's float reductions. */
+static inline bool jit_within_bounds_of(Ctx *ctx, const UOp *reference, const UOp *kernel, const JitBuffers *b,
+                                        const char *what) {
+  return jit_diff(ctx, reference, kernel, b, NULL, NULL, 0, 0, true, what);
 }
 
 /* Runs kernel through the evaluator and the JIT on copies of b's memory. */

@@ -3,8 +3,11 @@
  * oracles: values computed here (expect, values) and the reference
  * evaluator (check_against_evaluator: the tensor's graph, before it is
  * realized, evaluated by lib/uop/eval_tensor.h with each BUFFER bound to
- * its memory; the JIT's values must match it bit for bit, Tol EXACT, or
- * within the tolerance of the case). One session per test program, so
+ * its memory; the JIT's values must match it bit for bit, Tol EXACT,
+ * within the evaluator's error bounds, Tol BOUNDED (the realization may
+ * regroup float reductions: docs/semantics.md "Reassociation"; a value
+ * computed here must be within them too), or within the tolerance of the
+ * case). One session per test program, so
  * each distinct kernel is compiled once. */
 #ifndef UJ_TEST_TENSOR_UTIL_H
 #define UJ_TEST_TENSOR_UTIL_H
@@ -17,6 +20,7 @@
 #include "check.h"
 #include "tensor/tensor_impl.h"
 #include "uop/alu.h"
+#include "uop/eval_bound.h"
 #include "uop/eval_tensor.h"
 #include "uop/movement.h"
 
@@ -36,12 +40,16 @@ static inline double rng_uniform(Rng *r, double lo, double hi) {
 }
 
 /* |got - want| <= atol + rtol * |want|; NaN matches NaN, inf itself.
- * EXACT also compares the evaluator's words bit for bit. */
+ * EXACT also compares the evaluator's words bit for bit; BOUNDED compares
+ * within the evaluator's bound of each element, against the evaluator and
+ * against the values computed here. */
 typedef struct Tol {
   double rtol, atol;
+  bool bounded;
 } Tol;
-static const Tol EXACT = {0, 0};
-static inline Tol ulps(double n, double atol) { return (Tol){n * 0x1p-23, atol}; } /* ~n float32 ulps */
+static const Tol EXACT = {0, 0, false};
+static const Tol BOUNDED = {0, 0, true};
+static inline Tol ulps(double n, double atol) { return (Tol){n * 0x1p-23, atol, false}; } /* ~n float32 ulps */
 
 static inline bool close_to(double got, double want, Tol tol) {
   if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
@@ -100,7 +108,7 @@ static inline double word_value(uj_scalar d, uint64_t w) {
 
 /* Evaluates t's graph with eval_tensor, each BUFFER under it bound to its
  * memory in the session's buffer table. */
-static inline bool evaluate(uj_session *s, uj_tensor *t, TensorValue *out, const char *what) {
+static inline bool evaluate_with(uj_session *s, uj_tensor *t, TensorValue *out, bool bounded, const char *what) {
   const UOp *root = uj_tensor_uop(t), **nodes = NULL;
   size_t n = uop_toposort(s->ctx, root, &nodes), nb = 0;
   TensorBinding *tb = malloc((n ? n : 1) * sizeof *tb);
@@ -113,11 +121,14 @@ static inline bool evaluate(uj_session *s, uj_tensor *t, TensorValue *out, const
     if (ok) tb[nb++] = (TensorBinding){nodes[i], m->mem, m->bytes};
   }
   if (ok) {
-    ok = eval_tensor(s->ctx, root, tb, nb, out);
+    ok = bounded ? eval_tensor_bounds(s->ctx, root, tb, nb, out) : eval_tensor(s->ctx, root, tb, nb, out);
     CHECK(ok, "%s: eval_tensor: %s", what, uj_error(s->ctx));
   }
   free(tb), free(nodes);
   return ok;
+}
+static inline bool evaluate(uj_session *s, uj_tensor *t, TensorValue *out, const char *what) {
+  return evaluate_with(s, t, out, false, what);
 }
 
 /* t realized by the JIT, as words (malloc'd); NULL after a failed CHECK. */
@@ -139,12 +150,13 @@ static inline uint64_t *jit_words(uj_session *s, uj_tensor *t, const char *what)
 static inline void check_against_evaluator(uj_session *s, uj_tensor *t, const TensorValue *want,
                                     const uint64_t *got, Tol tol, const char *what) {
   uj_scalar d = uj_tensor_dtype(t);
-  bool exact = (tol.rtol == 0 && tol.atol == 0) || !dt_is_float(dt_scalar(d));
+  bool exact = (tol.rtol == 0 && tol.atol == 0 && !tol.bounded) || !dt_is_float(dt_scalar(d));
   size_t n = (size_t)uj_tensor_numel(t), bad = 0;
   CHECK(want->count == n, "%s: evaluator gives %zu elements, the JIT %zu", what, want->count, n);
   for (size_t i = 0; i < n && i < want->count; i++) {
-    bool same = exact ? want->words[i] == got[i]
-                      : close_to(word_value(d, got[i]), word_value(d, want->words[i]), tol);
+    bool same = exact         ? want->words[i] == got[i]
+                : want->errs ? bound_holds(d, got[i], want->words[i], want->errs[i])
+                              : close_to(word_value(d, got[i]), word_value(d, want->words[i]), tol);
     if (!same && bad++ < 3)
       CHECK(same, "%s: element %zu: JIT %.9g, evaluator %.9g", what, i, word_value(d, got[i]),
             word_value(d, want->words[i]));
@@ -154,14 +166,15 @@ static inline void check_against_evaluator(uj_session *s, uj_tensor *t, const Te
 }
 
 /* t's values as doubles (malloc'd; NULL after a failed CHECK): realized by
- * the JIT and checked against the evaluator (unless tol.rtol < 0). */
-static inline double *values(uj_session *s, uj_tensor *t, Tol tol, const char *what) {
+ * the JIT and checked against the evaluator (unless tol.rtol < 0); under
+ * BOUNDED, *errs (when asked) the evaluator's bounds (malloc'd). */
+static inline double *values_bounds(uj_session *s, uj_tensor *t, Tol tol, const char *what, double **errs) {
   if (!t) {
     CHECK(t != NULL, "%s: %s", what, uj_session_error(s));
     return NULL;
   }
   TensorValue want = {0};
-  bool evaluated = tol.rtol >= 0 && evaluate(s, t, &want, what);
+  bool evaluated = tol.rtol >= 0 && evaluate_with(s, t, &want, tol.bounded, what);
   uint64_t *w = jit_words(s, t, what);
   double *v = NULL;
   if (w) {
@@ -170,8 +183,12 @@ static inline double *values(uj_session *s, uj_tensor *t, Tol tol, const char *w
     v = malloc((n ? n : 1) * sizeof *v);
     for (size_t i = 0; i < n; i++) v[i] = word_value(uj_tensor_dtype(t), w[i]);
   }
+  if (errs) *errs = want.errs, want.errs = NULL;
   tensor_value_free(&want), free(w);
   return v;
+}
+static inline double *values(uj_session *s, uj_tensor *t, Tol tol, const char *what) {
+  return values_bounds(s, t, tol, what, NULL);
 }
 
 static inline bool shape_is(uj_tensor *t, const int64_t *shape, unsigned nd, const char *what) {
@@ -192,13 +209,18 @@ static inline void expect(uj_session *s, uj_tensor *t, const int64_t *shape, uns
     return;
   }
   if (!shape_is(t, shape, nd, what)) return;
-  double *got = values(s, t, tol, what);
+  double *errs = NULL;
+  double *got = values_bounds(s, t, tol, what, &errs);
   int64_t n = shape_numel(shape, nd), bad = 0;
-  for (int64_t i = 0; got && i < n; i++)
-    if (!close_to(got[i], want[i], tol) && bad++ < 4)
-      CHECK(false, "%s: element %lld is %.9g, want %.9g", what, (long long)i, got[i], want[i]);
+  CHECK(!tol.bounded || !got || errs, "%s: the evaluator's bounds", what);
+  for (int64_t i = 0; got && (errs || !tol.bounded) && i < n; i++) {
+    Tol within = errs ? (Tol){0, errs[i], false} : tol; /* here: |got - want| <= the bound */
+    if (!close_to(got[i], want[i], within) && bad++ < 4)
+      CHECK(false, "%s: element %lld is %.9g, want %.9g (within %g)", what, (long long)i, got[i], want[i],
+            within.atol + within.rtol * fabs(want[i]));
+  }
   CHECK(bad == 0, "%s: %lld of %lld elements wrong", what, (long long)bad, (long long)n);
-  free(got);
+  free(got), free(errs);
 }
 
 static inline void expect_dtype(uj_tensor *t, uj_scalar d, const char *what) {

@@ -20,7 +20,7 @@
 #include "schedule/rangeify.h"
 #include "tensor_util.h"
 
-static const Tol SUMS = {1e-5, 1e-3};
+static const Tol SUMS = {1e-5, 1e-3, false};
 
 static BeamStats session_stats(uj_session *s) { return beam_stats(s->target.opt.search); }
 

@@ -51,7 +51,7 @@ static void test_matmul_size(uj_session *s, Rng *r, int64_t M, int64_t K, int64_
   char what[64];
   snprintf(what, sizeof what, "matmul %lldx%lldx%lld", (long long)M, (long long)K, (long long)N);
   expect_sums(s, uj_tensor_matmul(ta, tb), SHAPE(M, N), c, mag, 1e-4,
-              evaluator ? (Tol){1e-4, 1e-5} : (Tol){-1, 0}, what);
+              evaluator ? (Tol){1e-4, 1e-5, false} : (Tol){-1, 0, false}, what);
   free(a), free(b), free(c), free(mag);
 }
 
@@ -71,7 +71,7 @@ static void test_matmul(uj_session *s, Rng *r) {
       memcpy(want + (i * 5 + j) * 6, c, 6 * sizeof *c),
           memcpy(wmag + (i * 5 + j) * 6, mag, 6 * sizeof *mag);
     }
-  expect_sums(s, uj_tensor_matmul(ta, tb), SHAPE(2, 5, 3, 2), want, wmag, 1e-5, (Tol){1e-5, 1e-6},
+  expect_sums(s, uj_tensor_matmul(ta, tb), SHAPE(2, 5, 3, 2), want, wmag, 1e-5, (Tol){1e-5, 1e-6, false},
               "batched matmul");
   free(a), free(b);
   /* vectors */
@@ -80,13 +80,13 @@ static void test_matmul(uj_session *s, Rng *r) {
             *tm = random_f32(s, r, SHAPE(4, 3), -1, 1, false, &m);
   uj_tensor *tw = random_f32(s, r, SHAPE(3), -1, 1, false, &w);
   naive_matmul(v, m, 1, 4, 3, c, mag);
-  expect_sums(s, uj_tensor_matmul(tv, tm), SHAPE(3), c, mag, 1e-5, (Tol){1e-5, 1e-6},
+  expect_sums(s, uj_tensor_matmul(tv, tm), SHAPE(3), c, mag, 1e-5, (Tol){1e-5, 1e-6, false},
               "vector @ matrix");
   naive_matmul(m, w, 4, 3, 1, c, mag);
-  expect_sums(s, uj_tensor_matmul(tm, tw), SHAPE(4), c, mag, 1e-5, (Tol){1e-5, 1e-6},
+  expect_sums(s, uj_tensor_matmul(tm, tw), SHAPE(4), c, mag, 1e-5, (Tol){1e-5, 1e-6, false},
               "matrix @ vector");
   naive_matmul(v, v, 1, 4, 1, c, mag);
-  expect_sums(s, uj_tensor_matmul(tv, tv), NULL, 0, c, mag, 1e-5, (Tol){1e-5, 1e-6},
+  expect_sums(s, uj_tensor_matmul(tv, tv), NULL, 0, c, mag, 1e-5, (Tol){1e-5, 1e-6, false},
               "vector @ vector");
   free(v), free(m), free(w);
   /* int32: exact */
@@ -184,7 +184,7 @@ static void test_conv2d(uj_session *s, Rng *r) {
                     !c->pad[0] && !c->pad[1];
     uj_tensor *y = defaults ? uj_tensor_conv2d(tx, tw, tb, NULL, NULL, NULL, c->groups)
                             : uj_tensor_conv2d(tx, tw, tb, c->stride, c->pad, c->dil, c->groups);
-    expect_sums(s, y, SHAPE(c->N, c->O, OH, OW), out, mag, 1e-5, (Tol){1e-5, 1e-6}, what);
+    expect_sums(s, y, SHAPE(c->N, c->O, OH, OW), out, mag, 1e-5, (Tol){1e-5, 1e-6, false}, what);
     free(x), free(w), free(b), free(out), free(mag);
   }
 }
@@ -229,7 +229,7 @@ static void test_pool(uj_session *s, Rng *r) {
       const int64_t *pass_pd = pd[0] || pd[1] ? pd : NULL, *pass_st = cfg[i][2] ? st : NULL;
       uj_tensor *y = max ? uj_tensor_maxpool2d(tx, k, pass_st, pass_pd)
                          : uj_tensor_avgpool2d(tx, k, pass_st, pass_pd);
-      expect(s, y, SHAPE(2, 3, OH, OW), out, max ? EXACT : (Tol){1e-6, 1e-6}, what);
+      expect(s, y, SHAPE(2, 3, OH, OW), out, max ? EXACT : (Tol){1e-6, 1e-6, false}, what);
     }
   free(x);
   /* 2-D input, int32 max pool (pads with the lowest int) */

@@ -268,7 +268,7 @@ static void test_binary(uj_session *s) {
                  : op == UJ_BIN_DIV || op == UJ_BIN_POW ? UJ_FLOAT32
                                                         : UJ_INT32,
                  what);
-    expect(s, t, SHAPE(8), want, op == UJ_BIN_POW ? (Tol){1e-5, 0} : EXACT, what);
+    expect(s, t, SHAPE(8), want, op == UJ_BIN_POW ? (Tol){1e-5, 0, false} : EXACT, what);
   }
   /* bools: logic ops stay bool, arithmetic counts in int32 */
   const bool p[4] = {false, false, true, true}, q[4] = {false, true, false, true};
@@ -485,7 +485,7 @@ static void test_reduce_subsets(uj_session *s, Rng *r, const int64_t *shape, uns
         snprintf(what, sizeof what, "%s over mask %u of %s keepdim %d", names[op], mask,
                  shape_str(shape, nd, (char[64]){0}, 64), keep);
         expect(s, uj_tensor_reduce(op, t, axes, n, keep), oshape, ond, out,
-               op == UJ_RED_MEAN ? (Tol){1e-6, 0} : EXACT, what);
+               op == UJ_RED_MEAN ? (Tol){1e-6, 0, false} : EXACT, what);
       }
   free(v);
   /* integers and bools */
@@ -599,11 +599,11 @@ static void test_softmax(uj_session *s, Rng *r) {
       char what[64];
       snprintf(what, sizeof what, "%s axis %d", log_sm ? "log_softmax" : "softmax", axis);
       expect(s, log_sm ? uj_tensor_log_softmax(t, axis) : uj_tensor_softmax(t, axis), shape, 3, out,
-             (Tol){1e-5, 1e-7}, what);
+             (Tol){1e-5, 1e-7, false}, what);
     }
   free(v);
   uj_tensor *big = tf32(s, SHAPE(3), (const float[]){1000, 1000, -1000});
-  expect(s, uj_tensor_softmax(big, 0), SHAPE(3), VALS(0.5, 0.5, 0), (Tol){1e-6, 0},
+  expect(s, uj_tensor_softmax(big, 0), SHAPE(3), VALS(0.5, 0.5, 0), (Tol){1e-6, 0, false},
          "softmax of large values is stable");
   expect(s, uj_tensor_softmax(ti32(s, SHAPE(2), (const int32_t[]){0, 0}), 0), SHAPE(2),
          VALS(0.5, 0.5), ulps(1, 0), "softmax of int32");

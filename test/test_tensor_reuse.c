@@ -100,7 +100,7 @@ static void test_realize_again(uj_session *s) {
   for (int i = 0; i < 33 * 65; i++) want[i] = fmax(0.0, (double)(float)(xv[i] * yv[i]) + xv[i]);
   CHECK(uj_tensor_realize((uj_tensor *[]){x, y}, 2) == UJ_OK, "inputs: %s", uj_session_error(s));
   size_t hits = schedule_cache_hits(s->schedules);
-  Tol tol = {1e-6, 1e-6}; /* x*y+x may be one fused multiply-add */
+  Tol tol = {1e-6, 1e-6, false}; /* x*y+x may be one fused multiply-add */
   uj_tensor *a = relu_fma(x, y);
   expect(s, a, SHAPE(33, 65), want, tol, "relu(x*y+x)");
   double *once = values(s, a, tol, "relu(x*y+x)");

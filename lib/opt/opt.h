@@ -44,7 +44,9 @@ typedef enum OptSwitch { OPT_AUTO, OPT_OFF, OPT_ON } OptSwitch;
  * heuristics. A forced value a kernel cannot take (a block that does not
  * divide its loop, a panel over the stack's budget) leaves that pass's
  * part of the kernel alone: every config is safe to apply to any kernel,
- * and every result computes what the kernel did, bit for bit. */
+ * and every result computes what the kernel did, bit for bit (opt_shadow,
+ * which regroups sums, is the one pass outside OptConfig: within the
+ * evaluator's bounds, docs/semantics.md "Reassociation"). */
 typedef struct OptConfig {
   OptSwitch lanes;    /* long reductions in lanes (lanes.c) */
   unsigned columns;   /* upcast: columns of a block; 1: none (no upcast) */

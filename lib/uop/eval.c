@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "uop/alu.h"
+#include "uop/eval_bound.h"
 #include "uop/eval_impl.h"
 #include "uop/spec.h"
 #include "uop/text.h"
@@ -56,12 +57,13 @@ static void results_clear(Eval *ev) {
   for (size_t i = 0; i < ev->nallocs; i++) free(ev->allocs[i]);
   free(ev->allocs);
   void *owned[] = {ev->order, ev->where, ev->words, ev->ptrs, ev->in_loop, ev->open, ev->done, ev->pinned,
-                   ev->stamp, ev->pushed, ev->walk, ev->steps, ev->stores, ev->store_words, ev->written};
+                   ev->stamp, ev->pushed, ev->walk, ev->steps, ev->stores, ev->store_words, ev->written,
+                   ev->errs, ev->store_errs};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
   nodemap_free(&ev->num);
   Eval keep = *ev; /* the bindings stay */
   memset(ev, 0, sizeof *ev);
-  ev->ctx = keep.ctx;
+  ev->ctx = keep.ctx, ev->track = keep.track;
   ev->num = nodemap_make(keep.ctx);
   ev->vars = keep.vars, ev->nvars = keep.nvars, ev->cap_vars = keep.cap_vars;
   ev->mems = keep.mems, ev->nmems = keep.nmems, ev->cap_mems = keep.cap_mems;
@@ -157,8 +159,9 @@ static bool results_alloc(Eval *ev, const UOp *root) {
   }
   ev->words = calloc(nwords + 1, sizeof *ev->words);
   ev->ptrs = calloc(nptrs + 1, sizeof *ev->ptrs);
+  ev->errs = ev->track ? calloc(nwords + 1, sizeof *ev->errs) : NULL;
   ev->epoch = 1;
-  return ev->words && ev->ptrs;
+  return ev->words && ev->ptrs && (ev->errs || !ev->track);
 }
 
 /* The words of a value node, the Pointer of a pointer node: both reached
@@ -184,6 +187,25 @@ static bool eval_alu(Eval *ev, const UOp *u) {
 }
 
 static bool eval_reduce(Eval *ev, const UOp *u);
+
+/* Tracking: the bounds of value node u, just computed (eval_bound.h); a
+ * LOAD's and a REDUCE's are set where they are computed. */
+static void bound_node(Eval *ev, const UOp *u) {
+  if (dt_is_ptr(u->dtype) || dt_is_void(u->dtype) || u->op == UJ_OP_LOAD || u->op == UJ_OP_REDUCE) return;
+  double *e = errs_of(ev, u);
+  if (u->op == UJ_OP_VECTORIZE)
+    for (uint32_t i = 0; i < u->nsrc; i++) e[i] = errs_of(ev, u->src[i])[0];
+  if (u->op == UJ_OP_GEP) e[0] = errs_of(ev, u->src[0])[u->ints[0]];
+  if (!op_has(u->op, OPF_ALU)) return;
+  uj_scalar out = (uj_scalar)u->dtype.scalar;
+  uj_scalar in = (uj_scalar)u->src[u->op == UJ_OP_WHERE ? 1 : 0]->dtype.scalar;
+  for (unsigned lane = 0; lane < u->dtype.lanes; lane++) {
+    uint64_t args[3] = {0, 0, 0};
+    double errs[3] = {0, 0, 0};
+    for (uint32_t i = 0; i < u->nsrc; i++) args[i] = words_of(ev, u->src[i])[lane], errs[i] = errs_of(ev, u->src[i])[lane];
+    e[lane] = bound_alu((Op)u->op, out, in, args, errs, words_of(ev, u)[lane]);
+  }
+}
 
 static bool eval_node(Eval *ev, const UOp *u) {
   switch ((Op)u->op) {
@@ -257,6 +279,7 @@ static bool eval_value_node(Eval *ev, const UOp *u) {
     const UOp *v = f->u;
     ev->walk_top--;
     ok = eval_node(ev, v);
+    if (ok && ev->track) bound_node(ev, v);
     if (ok) ev->stamp[ix(ev, v)] = ev->epoch;
   }
   ev->walk_top = base, ev->walk_id = outer;
@@ -300,9 +323,20 @@ static bool find_shadows(Eval *ev, const UOp *u, const UOp ***out, size_t *n) {
  * first and pinned (kept while the value is computed, whatever loops run
  * in it): the value's other nodes are computed after them, for this
  * step's values of u's RANGEs. */
-static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *acc, const UOp *const *shadows,
-                         size_t nshadows) {
+/* One REDUCE being computed: its accumulators (and their bounds when
+ * tracking), and the shadowing REDUCEs of its value. */
+typedef struct ReduceRun {
+  Op op;
+  uint64_t *acc;
+  BoundSum *sums;
+  const UOp **shadows;
+  size_t nshadows;
+} ReduceRun;
+
+static bool reduce_level(Eval *ev, const UOp *u, const ReduceRun *rr, uint32_t k) {
   uj_scalar s = (uj_scalar)u->dtype.scalar;
+  const UOp *const *shadows = rr->shadows;
+  size_t nshadows = rr->nshadows;
   if (k == u->nsrc) {
     for (size_t i = 0; i < nshadows; i++)
       if (!eval_value_node(ev, shadows[i])) return false;
@@ -314,8 +348,10 @@ static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *ac
     const uint64_t *v = words_of(ev, x);
     bool product = reduce_fused_product(u) != NULL; /* its sources are computed too */
     const uint64_t *a = product ? words_of(ev, x->src[0]) : NULL, *b = product ? words_of(ev, x->src[1]) : NULL;
-    for (unsigned lane = 0; lane < u->dtype.lanes; lane++)
-      acc[lane] = alu_reduce_step(op, s, acc[lane], v[lane], product ? (const uint64_t[]){a[lane], b[lane]} : NULL);
+    for (unsigned lane = 0; lane < u->dtype.lanes; lane++) {
+      rr->acc[lane] = alu_reduce_step(rr->op, s, rr->acc[lane], v[lane], product ? (const uint64_t[]){a[lane], b[lane]} : NULL);
+      if (rr->sums) bound_sum_step(&rr->sums[lane], s, v[lane], errs_of(ev, x)[lane]);
+    }
     return true;
   }
   const UOp *r = u->src[k];
@@ -330,7 +366,7 @@ static bool reduce_level(Eval *ev, const UOp *u, Op op, uint32_t k, uint64_t *ac
   for (int64_t i = 0; ok && i < trip; i++) {
     words_of(ev, r)[0] = word_from_int((uj_scalar)r->dtype.scalar, i);
     ev->stamp[ix(ev, r)] = ++ev->epoch;
-    ok = reduce_level(ev, u, op, k + 1, acc, shadows, nshadows);
+    ok = reduce_level(ev, u, rr, k + 1);
   }
   if (shadow) words_of(ev, r)[0] = outer;
   else ev->open[ix(ev, r)] = 0, ev->depth--;
@@ -342,13 +378,18 @@ static bool eval_reduce(Eval *ev, const UOp *u) {
   Op op = UJ_OP_ADD;
   if (u->nsrc == 1) return eval_fail(ev, u, "a tensor REDUCE (over axes) is not evaluable: kernels reduce over RANGEs");
   op_from_name(u->name, strlen(u->name), &op);
-  const UOp **shadows;
-  size_t nshadows;
-  if (!find_shadows(ev, u, &shadows, &nshadows)) return eval_fail_nomem(ev);
-  uint64_t *acc = words_of(ev, u);
-  for (unsigned lane = 0; lane < u->dtype.lanes; lane++) acc[lane] = alu_identity(op, (uj_scalar)u->dtype.scalar);
-  bool ok = reduce_level(ev, u, op, 1, acc, shadows, nshadows);
-  free(shadows);
+  uj_scalar s = (uj_scalar)u->dtype.scalar;
+  ReduceRun rr = {op, words_of(ev, u), NULL, NULL, 0};
+  if (!find_shadows(ev, u, &rr.shadows, &rr.nshadows)) return eval_fail_nomem(ev);
+  if (ev->track && !(rr.sums = malloc(u->dtype.lanes * sizeof *rr.sums))) return free(rr.shadows), eval_fail_nomem(ev);
+  for (unsigned lane = 0; lane < u->dtype.lanes; lane++) {
+    rr.acc[lane] = alu_identity(op, s);
+    if (rr.sums) bound_sum_start(&rr.sums[lane]);
+  }
+  bool ok = reduce_level(ev, u, &rr, 1);
+  for (unsigned lane = 0; ok && rr.sums && lane < u->dtype.lanes; lane++)
+    errs_of(ev, u)[lane] = bound_sum_done(&rr.sums[lane], op, s, rr.acc[lane]);
+  free(rr.shadows), free(rr.sums);
   return ok;
 }
 
@@ -444,6 +485,10 @@ const uint64_t *eval_value(const Eval *ev, const UOp *u) {
   if (at == NODEMAP_NONE || ev->where[at] == 0 || ev->stamp[at] == 0) return NULL;
   if (dt_is_ptr(u->dtype) || dt_is_void(u->dtype)) return NULL;
   return words_of(ev, u);
+}
+
+const double *eval_bound(const Eval *ev, const UOp *u) {
+  return ev->track && eval_value(ev, u) ? errs_of(ev, u) : NULL;
 }
 
 bool eval_expr(Ctx *ctx, const UOp *expr, const char *const *names, const int64_t *values,

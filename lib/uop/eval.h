@@ -40,6 +40,20 @@ bool eval_run(Eval *ev, const UOp *root);
  * pointers and void nodes. Valid until the next run. */
 const uint64_t *eval_value(const Eval *ev, const UOp *u);
 
+/* Error bounds (docs/semantics.md, "Reassociation"; eval_bound.h). With
+ * tracking on, every value carries, lane by lane, a bound e: a lowering
+ * that regroups float reductions gives a value within e of the word here
+ * (e = 0: this word; INFINITY: any). LOADs take the bounds of their memory
+ * (0 where none are bound), STOREs write them with their values. */
+void eval_track_bounds(Eval *ev, bool on);
+/* Binds the bounds of PARAM slot's memory (bound first): one double per
+ * lane of each element, read by LOADs and written by STOREs; the array is
+ * the caller's, as the memory. */
+bool eval_bind_bounds(Eval *ev, int64_t slot, double *errs);
+/* The bounds (one per lane) of a value node of the last run, or NULL
+ * (not tracking; as eval_value). */
+const double *eval_bound(const Eval *ev, const UOp *u);
+
 /* For tests: evaluates a value expression with DEFINE_VARs names[i] bound
  * to values[i]; writes its words (expr's lanes of them) to out. */
 bool eval_expr(Ctx *ctx, const UOp *expr, const char *const *names, const int64_t *values,

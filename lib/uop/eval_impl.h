@@ -20,6 +20,7 @@ typedef struct Memory {
   int64_t slot;
   unsigned char *data;
   size_t bytes;
+  double *errs; /* eval_bind_bounds: a bound per lane of each element, or NULL (exact) */
 } Memory;
 
 /* A pointer value: element `index` of the `count` elements at data; valid
@@ -28,7 +29,9 @@ typedef struct Pointer {
   unsigned char *data;
   int64_t count, index;
   bool valid;
-  bool own; /* an ALLOC's memory: stores land at once, loads need one first */
+  bool own;       /* an ALLOC's memory: stores land at once, loads need one first */
+  bool uncertain; /* tracking bounds: an index or gate on the way may differ */
+  double *errs;   /* tracking bounds: the memory's bounds, a lane each, or NULL (exact) */
 } Pointer;
 
 typedef struct Frame {
@@ -40,7 +43,8 @@ typedef struct Frame {
 typedef struct Store {
   unsigned char *at;
   DType dtype;
-  size_t words; /* offset in store_words */
+  size_t words; /* offset in store_words (and store_errs) */
+  double *err_at; /* tracking bounds: where the value's bounds go, or NULL */
 } Store;
 
 /* One effect node being run: SINK, END (with its loop state) or STORE. */
@@ -76,9 +80,12 @@ struct Eval {
   size_t nstores, cap_stores;
   uint64_t *store_words;
   size_t nstore_words, cap_store_words;
+  bool track;        /* eval_track_bounds */
+  double *errs;      /* tracking: the bound of each lane in words */
+  double *store_errs; /* tracking: the bounds of store_words */
   uintptr_t *written; /* set of element addresses stored to: 0 = empty slot */
   size_t nwritten, cap_written;
-  unsigned char **allocs; /* the memory of ALLOCs in this run */
+  void **allocs; /* the memory of ALLOCs in this run (and their bounds) */
   size_t nallocs, cap_allocs;
 };
 
@@ -93,6 +100,8 @@ static inline uint32_t ix(const Eval *ev, const UOp *u) {
  * (the walk puts sources first). */
 static inline uint64_t *words_of(const Eval *ev, const UOp *u) { return ev->words + ev->where[ix(ev, u)] - 1; }
 static inline Pointer *pointer_of(const Eval *ev, const UOp *u) { return ev->ptrs + ev->where[ix(ev, u)] - 1; }
+/* Tracking bounds: the bounds of a value node's lanes. */
+static inline double *errs_of(const Eval *ev, const UOp *u) { return ev->errs + ev->where[ix(ev, u)] - 1; }
 
 /* eval.c: an error naming node u (its text form follows); out of memory;
  * room for one more item in a growable array (the new array or NULL). */

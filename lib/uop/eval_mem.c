@@ -7,6 +7,7 @@
  * LOAD of global memory an earlier STORE of the run wrote is an error (a
  * kernel reads memory as it was before it ran); a LOAD of an ALLOC's
  * element nothing was stored to is one too (its contents are undefined). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,8 +49,21 @@ static bool mem_bind(Eval *ev, const UOp *buffer, int64_t slot, void *data, size
     if (!mems) return eval_fail_nomem(ev);
     ev->mems = mems;
     m = &ev->mems[ev->nmems++];
+    m->errs = NULL;
   }
-  *m = (Memory){buffer, slot, data, bytes};
+  *m = (Memory){buffer, slot, data, bytes, m->errs}; /* bounds bound stay */
+  return true;
+}
+
+void eval_track_bounds(Eval *ev, bool on) { ev->track = on; }
+
+bool eval_bind_bounds(Eval *ev, int64_t slot, double *errs) {
+  Memory *m = slot >= 0 ? mem_find(ev, NULL, slot) : NULL;
+  if (!m) {
+    ctx_set_error(ev->ctx, "eval_bind_bounds: PARAM slot %lld is not bound", (long long)slot);
+    return false;
+  }
+  m->errs = errs;
   return true;
 }
 
@@ -99,7 +113,7 @@ bool eval_memory_root(Eval *ev, const UOp *u) {
   if (!m) return eval_fail(ev, u, "PARAM slot %lld is not bound", (long long)u->ints[0]);
   if (dt_is_ptr(u->dtype)) {
     int64_t count = is_buffer ? u->ints[1] : elem ? (int64_t)(m->bytes / elem) : 0;
-    *pointer_of(ev, u) = (Pointer){m->data, count, 0, true, false};
+    *pointer_of(ev, u) = (Pointer){m->data, count, 0, true, false, false, m->errs};
     return true;
   }
   if (m->bytes != elem)
@@ -113,12 +127,16 @@ bool eval_memory_root(Eval *ev, const UOp *u) {
 bool eval_alloc(Eval *ev, const UOp *u) {
   Pointer *p = pointer_of(ev, u);
   if (p->data) return true;
-  unsigned char **a = eval_grow(ev->allocs, ev->nallocs, &ev->cap_allocs, sizeof *a);
-  if (a) ev->allocs = a;
-  unsigned char *mem = a ? calloc((size_t)u->ints[1], elem_bytes(dt_base(u->dtype))) : NULL;
-  if (!mem) return eval_fail_nomem(ev);
+  size_t count = (size_t)u->ints[1];
+  void **a = NULL;
+  for (int k = 0; k <= ev->track; k++) /* the memory, and its bounds when tracking */
+    if ((a = eval_grow(ev->allocs, ev->nallocs + (size_t)k, &ev->cap_allocs, sizeof *a))) ev->allocs = a;
+  unsigned char *mem = a ? calloc(count, elem_bytes(dt_base(u->dtype))) : NULL;
+  double *errs = mem && ev->track ? calloc(count * dt_base(u->dtype).lanes, sizeof *errs) : NULL;
+  if (!mem || (ev->track && !errs)) return free(mem), eval_fail_nomem(ev);
   ev->allocs[ev->nallocs++] = mem;
-  *p = (Pointer){mem, u->ints[1], 0, true, true};
+  if (errs) ev->allocs[ev->nallocs++] = errs;
+  *p = (Pointer){mem, u->ints[1], 0, true, true, false, errs};
   return true;
 }
 
@@ -130,6 +148,8 @@ bool eval_index(Eval *ev, const UOp *u) {
   Pointer *p = pointer_of(ev, u);
   *p = *base;
   p->valid = base->valid && gate;
+  if (ev->track && (errs_of(ev, u->src[1])[0] > 0 || (u->nsrc == 3 && errs_of(ev, u->src[2])[0] > 0)))
+    p->uncertain = true;
   bool fits = dt_is_signed(u->src[1]->dtype) || w <= (uint64_t)INT64_MAX;
   if (fits && !__builtin_add_overflow(base->index, (int64_t)w, &p->index)) return true;
   p->index = 0;
@@ -177,9 +197,13 @@ bool eval_load(Eval *ev, const UOp *u) {
   const Pointer *p = pointer_of(ev, u->src[0]);
   uint64_t *out = words_of(ev, u);
   size_t lanes = u->dtype.lanes;
+  double *errs = ev->track ? errs_of(ev, u) : NULL;
+  if (errs)
+    for (size_t l = 0; l < lanes; l++) errs[l] = p->uncertain ? INFINITY : 0;
   if (!p->valid) {
     if (u->nsrc == 2) memcpy(out, words_of(ev, u->src[1]), lanes * sizeof *out);
     else memset(out, 0, lanes * sizeof *out);
+    if (errs && u->nsrc == 2 && !p->uncertain) memcpy(errs, errs_of(ev, u->src[1]), lanes * sizeof *errs);
     return true;
   }
   if (!access_ok(ev, u, p)) return false;
@@ -190,6 +214,7 @@ bool eval_load(Eval *ev, const UOp *u) {
     return eval_fail(ev, u, "element %lld was stored earlier in this run (a kernel reads memory as it was before it ran)",
                 (long long)p->index);
   mem_read(at, u->dtype, out);
+  if (errs && p->errs && !p->uncertain) memcpy(errs, p->errs + (size_t)p->index * lanes, lanes * sizeof *errs);
   return true;
 }
 
@@ -206,19 +231,32 @@ bool eval_store(Eval *ev, const UOp *u) {
     uint64_t *w = eval_grow(ev->store_words, ev->cap_store_words, &ev->cap_store_words, sizeof *w);
     if (!w) return eval_fail_nomem(ev);
     ev->store_words = w;
+    double *e = ev->track ? realloc(ev->store_errs, ev->cap_store_words * sizeof *e) : NULL;
+    if (ev->track && !e) return eval_fail_nomem(ev);
+    if (e) ev->store_errs = e;
   }
   if (!stores) return eval_fail_nomem(ev);
   unsigned char *at = p->data + (size_t)p->index * elem_bytes(d);
   if (!mark_written(ev, at)) return false;
-  if (p->own) return mem_write(at, d, words_of(ev, u->src[1])), true; /* an ALLOC's: at once */
+  double *err_at = ev->track && p->errs ? p->errs + (size_t)p->index * d.lanes : NULL;
+  const double *errs = ev->track ? errs_of(ev, u->src[1]) : NULL;
+  if (p->own) { /* an ALLOC's: at once */
+    mem_write(at, d, words_of(ev, u->src[1]));
+    for (unsigned l = 0; err_at && l < d.lanes; l++) err_at[l] = p->uncertain ? INFINITY : errs[l];
+    return true;
+  }
   memcpy(ev->store_words + ev->nstore_words, words_of(ev, u->src[1]), d.lanes * sizeof(uint64_t));
-  ev->stores[ev->nstores++] = (Store){at, d, ev->nstore_words};
+  for (unsigned l = 0; errs && l < d.lanes; l++) ev->store_errs[ev->nstore_words + l] = p->uncertain ? INFINITY : errs[l];
+  ev->stores[ev->nstores++] = (Store){at, d, ev->nstore_words, err_at};
   ev->nstore_words += d.lanes;
   return true;
 }
 
 
 void eval_write_stores(Eval *ev) {
-  for (size_t i = 0; i < ev->nstores; i++)
-    mem_write(ev->stores[i].at, ev->stores[i].dtype, ev->store_words + ev->stores[i].words);
+  for (size_t i = 0; i < ev->nstores; i++) {
+    const Store *st = &ev->stores[i];
+    mem_write(st->at, st->dtype, ev->store_words + st->words);
+    if (st->err_at) memcpy(st->err_at, ev->store_errs + st->words, st->dtype.lanes * sizeof(double));
+  }
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "uop/alu.h"
+#include "uop/eval_bound.h"
 #include "uop/eval_tensor.h"
 #include "uop/movement.h"
 #include "uop/nodemap.h"
@@ -38,6 +39,8 @@ typedef struct TensorEval {
   size_t norder;
   NodeMap num;       /* order's nodes, numbered (nodemap.h) */
   uint64_t **arrays; /* by number: its words, until its last user is done */
+  bool bounded;      /* eval_tensor_bounds */
+  double **errs;     /* bounded: by number, a bound per word (eval_bound.h) */
   uint32_t *uses;    /* by number: source edges from nodes not yet computed */
 } TensorEval;
 
@@ -147,6 +150,7 @@ static bool node_check(const TensorEval *te, const UOp *u, const UOp *root) {
 /* ---- computing one node ---- */
 
 static const uint64_t *array_of(const TensorEval *te, const UOp *u) { return te->arrays[ix(te, u)]; }
+static double *errs_of(const TensorEval *te, const UOp *u) { return te->errs ? te->errs[ix(te, u)] : NULL; }
 
 /* The element of u's source that the element of u at idx (flat in C
  * order) reads; -1 for an element that PAD adds. */
@@ -178,22 +182,28 @@ static int64_t movement_source(const UOp *u, int64_t flat, const int64_t *idx) {
  * the source element it reads, or zero words (0, +0.0, false). */
 static void compute_movement(const TensorEval *te, const UOp *u, int64_t count, uint64_t *out) {
   const uint64_t *in = array_of(te, u->src[0]);
+  const double *in_errs = errs_of(te, u->src[0]);
+  double *errs = errs_of(te, u);
   size_t lanes = u->dtype.lanes;
   int64_t idx[TENSOR_MAX_AXES];
   for (int64_t e = 0; e < count; e++) {
     index_unravel(e, u->shape, u->ndim, idx);
     int64_t s = movement_source(u, e, idx);
-    for (size_t lane = 0; lane < lanes; lane++)
+    for (size_t lane = 0; lane < lanes; lane++) {
       out[(size_t)e * lanes + lane] = s < 0 ? 0 : in[(size_t)s * lanes + lane];
+      if (errs) errs[(size_t)e * lanes + lane] = s < 0 ? 0 : in_errs[(size_t)s * lanes + lane];
+    }
   }
 }
 
 /* REDUCE over axes: each element folds, from the identity, the source
  * elements that share its index on the other axes, in C order over the
  * reduced axes (the last one fastest, whatever order the arg lists them). */
-static void compute_reduce(const TensorEval *te, const UOp *u, int64_t count, uint64_t *out) {
+static bool compute_reduce(const TensorEval *te, const UOp *u, int64_t count, uint64_t *out) {
   const UOp *x = u->src[0];
   const uint64_t *in = array_of(te, x);
+  const double *in_errs = errs_of(te, x);
+  double *errs = errs_of(te, u);
   uj_scalar s = (uj_scalar)u->dtype.scalar;
   size_t lanes = u->dtype.lanes;
   Op op = UJ_OP_ADD;
@@ -205,19 +215,30 @@ static void compute_reduce(const TensorEval *te, const UOp *u, int64_t count, ui
   for (unsigned i = 0; i < x->ndim; i++) part[i] = 1; /* the reduced axes' sizes, 1 elsewhere */
   for (uint32_t k = 0; k < u->nints; k++) part[u->ints[k]] = x->shape[u->ints[k]];
   nparts = shape_numel(part, x->ndim); /* at most the source's count */
+  BoundSum *sums = errs ? malloc(lanes * sizeof *sums) : NULL;
+  if (errs && !sums) return fail_nomem(te->ctx);
   for (int64_t e = 0; e < count; e++) {
     uint64_t *acc = out + (size_t)e * lanes;
-    for (size_t lane = 0; lane < lanes; lane++) acc[lane] = alu_identity(op, s);
+    for (size_t lane = 0; lane < lanes; lane++) {
+      acc[lane] = alu_identity(op, s);
+      if (sums) bound_sum_start(&sums[lane]);
+    }
     index_unravel(e, u->shape, u->ndim, idx); /* 0 on the reduced axes */
     for (int64_t p = 0; p < nparts; p++) {
       index_unravel(p, part, x->ndim, pidx); /* 0 on the others */
       for (unsigned i = 0; i < x->ndim; i++) sidx[i] = idx[i] + pidx[i];
       size_t at = (size_t)index_ravel(sidx, x->shape, x->ndim) * lanes;
-      for (size_t lane = 0; lane < lanes; lane++)
+      for (size_t lane = 0; lane < lanes; lane++) {
         acc[lane] = alu_reduce_step(op, s, acc[lane], in[at + lane],
                                     a ? (const uint64_t[]){a[at + lane], b[at + lane]} : NULL);
+        if (errs) bound_sum_step(&sums[lane], s, in[at + lane], in_errs[at + lane]);
+      }
     }
+    for (size_t lane = 0; errs && lane < lanes; lane++)
+      errs[(size_t)e * lanes + lane] = bound_sum_done(&sums[lane], op, s, acc[lane]);
   }
+  free(sums);
+  return true;
 }
 
 /* An ALU op (CAST and BITCAST too): element by element, lane by lane; the
@@ -227,10 +248,14 @@ static void compute_alu(const TensorEval *te, const UOp *u, int64_t count, uint6
   uj_scalar res = (uj_scalar)u->dtype.scalar;
   uj_scalar in = (uj_scalar)u->src[u->op == UJ_OP_WHERE ? 1 : 0]->dtype.scalar;
   size_t words = (size_t)count * u->dtype.lanes;
+  double *errs = errs_of(te, u);
   for (size_t w = 0; w < words; w++) {
     uint64_t args[3] = {0, 0, 0};
+    double es[3] = {0, 0, 0};
     for (uint32_t i = 0; i < u->nsrc; i++) args[i] = array_of(te, u->src[i])[w];
     out[w] = alu_eval((Op)u->op, res, in, args);
+    for (uint32_t i = 0; errs && i < u->nsrc; i++) es[i] = errs_of(te, u->src[i])[w];
+    if (errs) errs[w] = bound_alu((Op)u->op, res, in, args, es, out[w]);
   }
 }
 
@@ -248,17 +273,23 @@ static bool compute_node(TensorEval *te, const UOp *u) {
   uint64_t *out = malloc((words ? words : 1) * sizeof *out);
   if (!out) return fail_nomem(te->ctx);
   te->arrays[ix(te, u)] = out;
+  if (te->errs && !(te->errs[ix(te, u)] = calloc(words ? words : 1, sizeof(double)))) return fail_nomem(te->ctx);
   if (u->op == UJ_OP_CONST) out[0] = word_normalize((uj_scalar)u->dtype.scalar, uop_const_value(u));
   else if (u->op == UJ_OP_BUFFER) compute_buffer(te, u, count, out);
-  else if (u->op == UJ_OP_REDUCE) compute_reduce(te, u, count, out);
-  else if (u->op == UJ_OP_STAGE) memcpy(out, array_of(te, u->src[0]), words * sizeof *out);
+  else if (u->op == UJ_OP_REDUCE) return compute_reduce(te, u, count, out);
+  else if (u->op == UJ_OP_STAGE) {
+    memcpy(out, array_of(te, u->src[0]), words * sizeof *out);
+    if (te->errs) memcpy(errs_of(te, u), errs_of(te, u->src[0]), words * sizeof(double));
+  }
   else if (op_has((Op)u->op, OPF_MOVEMENT)) compute_movement(te, u, count, out);
   else compute_alu(te, u, count, out);
   return true;
 }
 
 static void use_release(TensorEval *te, const UOp *v) {
-  if (--te->uses[ix(te, v)] == 0) free(te->arrays[ix(te, v)]), te->arrays[ix(te, v)] = NULL;
+  if (--te->uses[ix(te, v)] > 0) return;
+  free(te->arrays[ix(te, v)]), te->arrays[ix(te, v)] = NULL;
+  if (te->errs) free(te->errs[ix(te, v)]), te->errs[ix(te, v)] = NULL;
 }
 
 /* Frees the arrays of u's sources that no node still to be computed uses. */
@@ -277,7 +308,8 @@ static bool tensor_eval_run(TensorEval *te, const UOp *root) {
   if (!te->norder || !nodemap_number(&te->num, te->order, te->norder)) return fail_nomem(ctx);
   te->arrays = calloc(te->norder, sizeof *te->arrays);
   te->uses = calloc(te->norder, sizeof *te->uses);
-  if (!te->arrays || !te->uses) return fail_nomem(ctx);
+  if (te->bounded) te->errs = calloc(te->norder, sizeof *te->errs);
+  if (!te->arrays || !te->uses || (te->bounded && !te->errs)) return fail_nomem(ctx);
   for (size_t i = te->norder; i-- > 0;) /* users first: the node out of place is named */
     if (!node_check(te, te->order[i], root)) return false;
   for (size_t i = 0; i < te->norder; i++) {
@@ -292,30 +324,42 @@ static bool tensor_eval_run(TensorEval *te, const UOp *root) {
   return true;
 }
 
-bool eval_tensor(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t nbuffers,
-                 TensorValue *out) {
+static bool tensor_eval(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t nbuffers,
+                        TensorValue *out, bool bounded) {
   memset(out, 0, sizeof *out);
   if (!root || root->id >= ctx->nnodes || ctx->nodes[root->id] != root) {
     ctx_set_error(ctx, "eval_tensor: the root is not a node of this context");
     return false;
   }
-  TensorEval te = {ctx, buffers, nbuffers, NULL, 0, nodemap_make(ctx), NULL, NULL};
+  TensorEval te = {ctx, buffers, nbuffers, NULL, 0, nodemap_make(ctx), NULL, bounded, NULL, NULL};
   bool ok = tensor_eval_run(&te, root);
   if (ok) {
     int64_t count = shape_numel(root->shape, root->ndim);
-    *out = (TensorValue){root->dtype, root->ndim, root->shape, (size_t)count, te.arrays[ix(&te, root)]};
-    te.arrays[ix(&te, root)] = NULL;
+    uint32_t k = ix(&te, root);
+    *out = (TensorValue){root->dtype, root->ndim, root->shape, (size_t)count, te.arrays[k], te.errs ? te.errs[k] : NULL};
+    te.arrays[k] = NULL;
+    if (te.errs) te.errs[k] = NULL;
   }
   for (size_t i = 0; te.arrays && i < te.norder; i++) free(te.arrays[i]); /* order[i] is number i */
-  free(te.arrays);
+  for (size_t i = 0; te.errs && i < te.norder; i++) free(te.errs[i]);
+  free(te.arrays), free(te.errs);
   free(te.uses);
   free(te.order);
   nodemap_free(&te.num);
   return ok;
 }
 
+bool eval_tensor(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t nbuffers, TensorValue *out) {
+  return tensor_eval(ctx, root, buffers, nbuffers, out, false);
+}
+
+bool eval_tensor_bounds(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t nbuffers,
+                        TensorValue *out) {
+  return tensor_eval(ctx, root, buffers, nbuffers, out, true);
+}
+
 void tensor_value_free(TensorValue *v) {
   if (!v) return;
-  free(v->words);
+  free(v->words), free(v->errs);
   memset(v, 0, sizeof *v);
 }

@@ -33,6 +33,7 @@ typedef struct TensorValue {
   const int64_t *shape;
   size_t count; /* elements: the product of shape (1 for a scalar) */
   uint64_t *words;
+  double *errs; /* eval_tensor_bounds: a bound per word (eval_bound.h); else NULL */
 } TensorValue;
 
 /* Checks the graph under root (spec_check_graph), then evaluates it with
@@ -40,6 +41,11 @@ typedef struct TensorValue {
  * error. */
 bool eval_tensor(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t nbuffers,
                  TensorValue *out);
+/* eval_tensor, and with each word its error bound (docs/semantics.md,
+ * "Reassociation"): what a realization that regroups float reductions
+ * may differ by. BUFFERs are exact. */
+bool eval_tensor_bounds(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t nbuffers,
+                        TensorValue *out);
 void tensor_value_free(TensorValue *v);
 
 #endif
