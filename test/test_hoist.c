@@ -70,7 +70,7 @@ static void check_rows(Ctx *ctx, const char *defs, const char *value, int depth,
   check_same_buffers_ulps(ctx, k, h, &b, ulps, what);
   /* and the whole pass list */
   JitBuffers b2 = {2, {f, f}, {n, n}, {fill_rounding(f, n, 3), fill_rounding(f, n, 4)}};
-  check_same_buffers_ulps(ctx, k, opt_apply(ctx, k, &(OptTarget){.vector_bytes = 64}, &(OptConfig){0}), &b2, ulps, what);
+  check_same_buffers_ulps(ctx, k, opt_apply(ctx, k, &(OptTarget){.desc = target_desc_cpu(64)}, &(OptConfig){0}), &b2, ulps, what);
 }
 
 static void test_kernels(Ctx *ctx) {

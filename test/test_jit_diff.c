@@ -22,7 +22,7 @@ static void diff_one(Ctx *ctx, const CorpusKernel *k, void *user) {
   uint64_t ulps = k->transcendental ? 2 : 0;
   (*count)++;
   jit_vs_eval(ctx, k->kernel, &k->bufs, NULL, NULL, 0, ulps, k->what);
-  OptTarget target = {.vector_bytes = (unsigned)(16 << (*count % 3))}; /* 16, 32 and 64-byte registers in turn */
+  OptTarget target = {.desc = target_desc_cpu(16u << (*count % 3))}; /* 16, 32 and 64-byte registers in turn */
   OptConfig random = opt_config_random((uint64_t)*count);
   const UOp *shaped[2] = {opt_kernel(ctx, k->kernel, &target), opt_apply(ctx, k->kernel, &target, &random)};
   for (int i = 0; i < 2; i++) {

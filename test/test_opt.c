@@ -47,7 +47,7 @@ static void check_upcast_sum(Ctx *ctx, const char *t, const char *sum_t, const c
   const UOp *k = uj_parse(ctx, gemm(t, value, n), what);
   CHECK(k != NULL, "%s: %s", what, uj_error(ctx));
   if (!k) return;
-  const UOp *up = opt_upcast(ctx, k, vector_bytes, &(OptConfig){0});
+  const UOp *up = opt_upcast(ctx, k, target_desc_cpu(vector_bytes), &(OptConfig){0});
   char vec[32];
   snprintf(vec, sizeof vec, "REDUCE:%sx%u ", sum_t ? sum_t : t, lanes); /* one per row of the block */
   char *text = up ? uj_print(ctx, up) : NULL;
@@ -73,7 +73,7 @@ static int count_of(const char *text, const char *what);
  * way. */
 static void check_tail(Ctx *ctx, int64_t n, unsigned vector_bytes, const char *want, const char *what) {
   const UOp *k = uj_parse(ctx, gemm("float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", n), what);
-  const UOp *up = k ? opt_upcast(ctx, k, vector_bytes, &(OptConfig){0}) : NULL;
+  const UOp *up = k ? opt_upcast(ctx, k, target_desc_cpu(vector_bytes), &(OptConfig){0}) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   bool scalar = text && strstr(text, "(REDUCE:float32 ") != NULL;
   char def[64];
@@ -123,7 +123,7 @@ static void test_gemm_ir(Ctx *ctx) {
   CHECK(cpu && cpu->vector_bytes >= 16, "the CPU device: %s", why ? why : "no vector width");
   unsigned vector_bytes = cpu ? cpu->vector_bytes : 16, lanes = vector_bytes / 4;
   device_close(cpu);
-  const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.vector_bytes = vector_bytes}) : NULL;
+  const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.desc = target_desc_cpu(vector_bytes)}) : NULL;
   char *ir = up ? uj_emit(ctx, up, UJ_EMIT_IR_OPT, NULL, NULL) : NULL;
   char load[64], fma[64];
   snprintf(load, sizeof load, "load <%u x float>", lanes), snprintf(fma, sizeof fma, "@llvm.fma.v%uf32(<%u x float>", lanes, lanes);
@@ -151,7 +151,7 @@ static void check_tile(Ctx *ctx, const char *t, const char *value, int64_t rows,
   const UOp *k = uj_parse(ctx, gemm_sized(t, value, rows, depth, n), what);
   CHECK(k != NULL, "%s: %s", what, uj_error(ctx));
   if (!k) return;
-  const UOp *blocked = opt_upcast(ctx, k, vector_bytes, &(OptConfig){0}), *up = blocked ? opt_tile(ctx, blocked, &(OptConfig){0}) : NULL;
+  const UOp *blocked = opt_upcast(ctx, k, target_desc_cpu(vector_bytes), &(OptConfig){0}), *up = blocked ? opt_tile(ctx, blocked, target_desc_cpu(64), &(OptConfig){0}) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   const UOp *e = text ? up->src[0] : NULL;
   bool three = e && e->op == UJ_OP_END && e->src[1]->op == UJ_OP_END && e->src[1]->src[e->src[1]->nsrc - 1]->op == UJ_OP_END;
@@ -185,7 +185,7 @@ static void test_tile(Ctx *ctx) {
     const char *what = n == 64 ? "5 row blocks in tiles of 2, 2, 1" : "5 row blocks in tiles of 2, 2, 1, with a tail";
     const UOp *g = uj_parse(ctx, gemm_sized("float32", "%mm", 40, 64, n), what);
     OptConfig two = {.tile = 2};
-    const UOp *blocked = g ? opt_upcast(ctx, g, 64, &two) : NULL, *tiled = blocked ? opt_tile(ctx, blocked, &two) : NULL;
+    const UOp *blocked = g ? opt_upcast(ctx, g, target_desc_cpu(64), &two) : NULL, *tiled = blocked ? opt_tile(ctx, blocked, target_desc_cpu(64), &two) : NULL;
     char *text = tiled ? uj_print(ctx, tiled) : NULL;
     const UOp *e = tiled ? tiled->src[0] : NULL, **nodes = NULL;
     size_t count = tiled ? uop_toposort(ctx, tiled, &nodes) : 0;
@@ -205,7 +205,7 @@ static void test_tile(Ctx *ctx) {
       " (REDUCE MULACC (MUL (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL (ADD (MUL %h (CONST:int64 64)) %i) (CONST:int64 64)) %k)))\n"
       "  (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL (ADD (MUL %h (CONST:int64 64)) %j) (CONST:int64 64)) %k)))) %k))))))";
   const UOp *k = uj_parse(ctx, batched, "batched");
-  const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.vector_bytes = 64}) : NULL;
+  const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.desc = target_desc_cpu(64)}) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   CHECK(text && strstr(text, "ALLOC:float32x16*local"), "a batched a @ b.T: tiles and a staged (transposed) panel:\n%s",
         text ? text : uj_error(ctx));
@@ -227,7 +227,7 @@ static int count_of(const char *text, const char *what) {
  * columns where they divide the columns; bit for bit. */
 static void check_wide(Ctx *ctx, int64_t rows, int64_t n, unsigned vector_bytes, int vectors, const char *vec, const char *what) {
   const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", rows, 64, n), what);
-  const UOp *up = k ? opt_upcast(ctx, k, vector_bytes, &(OptConfig){0}) : NULL;
+  const UOp *up = k ? opt_upcast(ctx, k, target_desc_cpu(vector_bytes), &(OptConfig){0}) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   CHECK(text && count_of(text, vec) == vectors, "%s: %d x %s:\n%s", what, vectors, vec, text ? text : uj_error(ctx));
   free(text);
@@ -273,7 +273,7 @@ enum { NOT_STAGED, WHOLE, PER_BLOCK };
 static void check_conv(Ctx *ctx, int64_t n, int64_t o, int64_t ci, int64_t ys, unsigned vector_bytes, const OptConfig *c,
                        int vectors, const char *vec, int staged, const char *what) {
   const UOp *k = uj_parse(ctx, conv_sized(n, o, ci, ys), what);
-  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = vector_bytes}, c) : NULL;
+  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.desc = target_desc_cpu(vector_bytes)}, c) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   /* whole: END(n, fill, END(y, ..)); per block: END(n, END(o', fill, END(y, ..))) */
   const UOp *e = up ? up->src[0] : NULL;
@@ -307,7 +307,7 @@ static void test_conv(Ctx *ctx) {
 static void check_config(Ctx *ctx, const OptConfig *c, int vectors, const char *vec, bool tiled, bool staged, bool global,
                          const char *what) {
   const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", 64, 64, 64), what);
-  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = 64}, c) : NULL;
+  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.desc = target_desc_cpu(64)}, c) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   int loops = text ? count_of(text, "(RANGE:") - count_of(text, " reduce ") : 0; /* rows, columns[, tile][, panel fill] */
   CHECK(text && count_of(text, vec) == vectors && loops == 2 + tiled + staged &&
@@ -335,7 +335,7 @@ static void test_config(Ctx *ctx) {
     char what[64];
     snprintf(what, sizeof what, "random config %llu", (unsigned long long)seed);
     const UOp *k = uj_parse(ctx, gemm_sized("float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 32, 64, 64), what);
-    check_same(ctx, k, k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = 16u << (seed % 3)}, &c) : NULL, dt_scalar(UJ_FLOAT32), 32, 64, 64, what);
+    check_same(ctx, k, k ? opt_apply(ctx, k, &(OptTarget){.desc = target_desc_cpu(16u << (seed % 3))}, &c) : NULL, dt_scalar(UJ_FLOAT32), 32, 64, 64, what);
   }
 }
 
@@ -367,8 +367,8 @@ static int vector_adds(Ctx *ctx, const UOp *k) {
 
 static void check_unroll(Ctx *ctx, unsigned factor, bool split, const char *what) {
   const UOp *k = uj_parse(ctx, gemm_sized("float32", "%mm", 16, 64, 64), what);
-  const UOp *plain = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = 64}, &(OptConfig){.parallel = OPT_OFF}) : NULL;
-  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.vector_bytes = 64}, &(OptConfig){.parallel = OPT_OFF, .unroll = factor}) : NULL;
+  const UOp *plain = k ? opt_apply(ctx, k, &(OptTarget){.desc = target_desc_cpu(64)}, &(OptConfig){.parallel = OPT_OFF}) : NULL;
+  const UOp *up = k ? opt_apply(ctx, k, &(OptTarget){.desc = target_desc_cpu(64)}, &(OptConfig){.parallel = OPT_OFF, .unroll = factor}) : NULL;
   char *text = up ? uj_print(ctx, up) : NULL;
   CHECK(text && (strstr(text, "(RANGE:int64 unroll") != NULL) == split, "%s: %s:\n%s", what,
         split ? "an unroll RANGE" : "no unroll RANGE", text ? text : uj_error(ctx));

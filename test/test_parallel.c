@@ -128,7 +128,7 @@ static void test_choice(void) {
                             "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (CONST:float32 1.0)))"
                             " (END %j (STORE (INDEX (PARAM:float32* 1) %j) (CONST:float32 2.0))))",
                             "two");
-  CHECK(two && opt_kernel(s->ctx, two, &(OptTarget){.vector_bytes = 64}) == two, "two loop nests: left alone");
+  CHECK(two && opt_kernel(s->ctx, two, &(OptTarget){.desc = target_desc_cpu(64)}) == two, "two loop nests: left alone");
   float got[300 * 200], want[300 * 200];
   CHECK(uj_tensor_to_host(sm, got, sizeof got) == UJ_OK, "%s", uj_session_error(s));
   CHECK(cpu_pool_last_threads(s->ctx) >= 1, "softmax ran through the pool"); /* on which threads: test_pool, test_map */

@@ -26,7 +26,7 @@
 #include "uop/eval.h"
 #include "uop/text.h"
 
-static const ScheduleTarget cpu = {"CPU", 64, {.vector_bytes = 32}};
+static ScheduleTarget cpu = {"CPU", 64, {0}}; /* .opt.desc set in main: cpu-avx2 */
 
 static bool linear(size_t at_n, size_t at_2n) { return at_n > 0 && (double)at_2n <= 2.5 * (double)at_n; }
 
@@ -268,6 +268,7 @@ static void test_deep_graphs(void) {
 }
 
 int main(void) {
+  cpu.opt.desc = target_desc_cpu(32);
   test_walk_in_big_context();
   test_session_steps();
   test_chained_kernels();

@@ -11,7 +11,7 @@
 #include "schedule/schedule.h"
 #include "tensor/tensor_impl.h"
 
-static const ScheduleTarget cpu = {"CPU", 64, {.vector_bytes = 32}};
+static ScheduleTarget cpu = {"CPU", 64, {0}}; /* .opt.desc set in main: cpu-avx2 */
 
 static uj_tensor *rnd(uj_session *s, int64_t a, int64_t b, uint64_t seed) { return uj_tensor_rand(s, (int64_t[]){a, b}, 2, seed); }
 static uj_tensor *bin(uj_binop op, uj_tensor *a, uj_tensor *b) { return uj_tensor_binary(op, a, b); }
@@ -249,6 +249,7 @@ static void test_assign(void) {
 }
 
 int main(void) {
+  cpu.opt.desc = target_desc_cpu(32);
   uj_session *s = uj_session_new(NULL, NULL);
   CHECK(s != NULL, "session");
   if (!s) return check_report("test_schedule");

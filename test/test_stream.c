@@ -49,7 +49,7 @@ static void check_case(Ctx *ctx, const Case *c) {
   const UOp *k = uj_parse(ctx, kernel_text(c->t, c->op, c->v, c->g, c->batch, c->depth, c->n, c->stride, c->step), c->what);
   CHECK(k != NULL, "%s: %s", c->what, uj_error(ctx));
   if (!k) return;
-  const UOp *s = opt_stream(ctx, k, c->vector_bytes, &(OptConfig){.stream = c->stream});
+  const UOp *s = opt_stream(ctx, k, target_desc_cpu(c->vector_bytes), &(OptConfig){.stream = c->stream});
   char *text = s ? uj_print(ctx, s) : NULL;
   bool streamed = text && strstr(text, "*reg") && !strstr(text, "REDUCE");
   CHECK(text && streamed == c->streamed, "%s: %s:\n%s", c->what, c->streamed ? "wants the streamed form" : "must be left alone",
@@ -68,7 +68,7 @@ static void check_case(Ctx *ctx, const Case *c) {
   JitBuffers b = {MAX_SLOTS, {d, d, d}, {out, xs, ms}, {fill_rounding(d, out, 1), fill_rounding(d, xs, 2), fill_rounding(d, ms, 3)}};
   check_same_buffers(ctx, k, s, &b, c->what);
   /* the whole pass list too: what the threads split */
-  const UOp *all = opt_apply(ctx, k, &(OptTarget){.vector_bytes = c->vector_bytes}, &(OptConfig){.stream = c->stream});
+  const UOp *all = opt_apply(ctx, k, &(OptTarget){.desc = target_desc_cpu(c->vector_bytes)}, &(OptConfig){.stream = c->stream});
   JitBuffers b2 = {MAX_SLOTS, {d, d, d}, {out, xs, ms}, {fill_rounding(d, out, 4), fill_rounding(d, xs, 5), fill_rounding(d, ms, 6)}};
   check_same_buffers(ctx, k, all, &b2, c->what);
 }
@@ -117,7 +117,7 @@ static void test_declines(Ctx *ctx) {
   const char *texts[] = {gemm, gated}, *names[] = {"a GEMM's rows", "a gated load"};
   for (int i = 0; i < 2; i++) {
     const UOp *k = uj_parse(ctx, texts[i], names[i]);
-    const UOp *s = k ? opt_stream(ctx, k, 64, &(OptConfig){.stream = OPT_ON}) : NULL;
+    const UOp *s = k ? opt_stream(ctx, k, target_desc_cpu(64), &(OptConfig){.stream = OPT_ON}) : NULL;
     CHECK(k && s == k, "%s: left alone (%s)", names[i], k ? "" : uj_error(ctx));
   }
 }

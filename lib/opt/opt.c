@@ -6,14 +6,20 @@
 #include "opt/lanes.h"
 #include "opt/opt.h"
 
+/* The pass list comes from the target's properties, never its name: a
+ * GPU gets no pass that keeps per-thread state sized for a CPU core (the
+ * lanes' and stream's accumulators, hoist's row scalars, reorder's and
+ * tile's stack panels); its own (workgroups, shared-memory trees) come
+ * with barriers. */
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *c) {
+  bool cpu = t->desc->kind == TARGET_DESC_CPU;
   const UOp *k = kernel ? opt_shadow(ctx, kernel) : NULL;
-  k = k && c->lanes != OPT_OFF ? opt_lanes(ctx, k) : k;
-  k = k ? opt_hoist(ctx, k) : NULL;
-  k = k ? opt_stream(ctx, k, t->vector_bytes, c) : NULL;
-  k = k ? opt_reorder(ctx, k, t->vector_bytes, c) : NULL;
-  k = k ? opt_upcast(ctx, k, t->vector_bytes, c) : NULL;
-  k = k ? opt_tile(ctx, k, c) : NULL;
+  k = k && cpu && c->lanes != OPT_OFF ? opt_lanes(ctx, k) : k;
+  k = k && cpu ? opt_hoist(ctx, k) : k;
+  k = k && cpu ? opt_stream(ctx, k, t->desc, c) : k;
+  k = k && cpu ? opt_reorder(ctx, k, t->desc, c) : k;
+  k = k ? opt_upcast(ctx, k, t->desc, c) : NULL;
+  k = k && cpu ? opt_tile(ctx, k, t->desc, c) : k;
   k = k ? opt_unroll(ctx, k, c) : NULL;
   k = k ? opt_parallel(ctx, k, c->parallel) : NULL;
   return k;

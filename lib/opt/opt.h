@@ -27,14 +27,15 @@
 #ifndef UJ_OPT_H
 #define UJ_OPT_H
 
+#include "opt/target.h"
 #include "uop/uop.h"
 
 typedef struct OptSearch OptSearch;
 
 /* What kernels are shaped for. */
 typedef struct OptTarget {
-  unsigned vector_bytes; /* the widest vector register: 64 (AVX-512), 32 (AVX2), 16 (SSE, GPUs) */
-  OptSearch *search;     /* NULL, or what picks each kernel's config (below) */
+  const TargetDesc *desc; /* the target's description (target.h) */
+  OptSearch *search;      /* NULL, or what picks each kernel's config (below) */
 } OptTarget;
 
 /* A switch of OptConfig: the heuristic's choice, or forced. */
@@ -76,17 +77,17 @@ OptConfig opt_config_random(uint64_t seed);
 /* kernel shaped for t by config (opt.c runs the passes in order). */
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *config);
 
-/* A staged panel (tile.c) takes at most half the CPU's 1 MiB of kernel
- * stack (docs/semantics.md, ALLOC). */
-enum { OPT_PANEL_MAX_BYTES = 512 << 10 };
-const UOp *opt_stream(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
-const UOp *opt_reorder(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
-const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config);
+/* The passes read their sizes from t: vector width, L1 (stream's
+ * accumulators), the panel budget (target_panel_bytes: tile.c, reorder.c)
+ * and the row-tile budget (tile.c). */
+const UOp *opt_stream(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config);
+const UOp *opt_reorder(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config);
+const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config);
 /* A sum reading a max over a RANGE as long as its own reduces over the
  * max's RANGE, divisors free of a sum's RANGEs taken out of it: flash
  * attention's online softmax (shadow.c, docs/opt.md). */
 const UOp *opt_shadow(Ctx *ctx, const UOp *kernel);
-const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config);
+const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config);
 const UOp *opt_hoist(Ctx *ctx, const UOp *kernel);
 const UOp *opt_unroll(Ctx *ctx, const UOp *kernel, const OptConfig *config);
 

@@ -43,7 +43,7 @@ static int64_t panel_bytes(Ctx *ctx, const UOp *value, const UOp *o, const UOp *
   return m ? bytes : -1;
 }
 
-const UOp *opt_reorder(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config) {
+const UOp *opt_reorder(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config) {
   const UOp *ends[REORDER_MAX_LOOPS];
   size_t n = 0;
   const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
@@ -51,14 +51,14 @@ const UOp *opt_reorder(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const
   if (config->reorder == OPT_OFF || n < 2 || !e || e->op != UJ_OP_STORE) return kernel;
   const UOp *store = e, *value = store->src[1], *k[REORDER_MAX_LOOPS];
   size_t nk = opt_shared_reduce_ranges(ctx, value, k, REORDER_MAX_LOOPS);
-  int64_t elem = (int64_t)elem_bytes(value->dtype), two = elem ? 2 * (int64_t)vector_bytes / elem : 0;
+  int64_t elem = (int64_t)elem_bytes(value->dtype), two = elem ? 2 * (int64_t)t->vector_bytes / elem : 0;
   if (!nk || !two || (config->reorder == OPT_AUTO && opt_const_bound(ends[n - 1]->src[0]) % two == 0)) return kernel;
   size_t pick = n;
   for (size_t i = n - 1; i-- > 0 && pick == n;) {
     const UOp *o = ends[i]->src[0];
     int64_t b = opt_const_bound(o), bytes = b ? panel_bytes(ctx, value, o, k, nk, two) : -1;
     if (range_kind(o) == AXIS_LOOP && b % two == 0 && opt_depends(ctx, value, o) && bytes >= 0 &&
-        bytes <= OPT_PANEL_MAX_BYTES)
+        bytes <= (int64_t)target_panel_bytes(t))
       pick = i;
   }
   if (pick == n || (pick == 0 && config->reorder == OPT_AUTO)) return kernel; /* the outer loop stays: threads split it */

@@ -37,7 +37,7 @@
  * row a visit: at fewer, it reads whole rows), the matrix's rows at
  * least; the accumulators of a chunk at most; columns that make two
  * chunks (for two threads); the lanes of one vector at most. */
-enum { STREAM_MIN_COLUMN_BYTES = 1024, STREAM_MIN_ROW_BYTES = 2048, STREAM_ACC_BYTES = 16 << 10,
+enum { STREAM_MIN_COLUMN_BYTES = 1024, STREAM_MIN_ROW_BYTES = 2048,
        STREAM_SPLIT_BYTES = 16 << 10, STREAM_MAX_LANES = 64, STREAM_STEPS = 8,
        STREAM_MAX_MATRIX = 16 };
 
@@ -94,7 +94,7 @@ static bool matrix_reads(const Stream *s, const UOp *r) {
 }
 
 /* Whether the kernel is one the pass takes (forced: whatever the sizes). */
-static bool stream_fits(Stream *s, const UOp *kernel, unsigned vector_bytes, bool forced) {
+static bool stream_fits(Stream *s, const UOp *kernel, const TargetDesc *t, bool forced) {
   const UOp **reduces = NULL;
   size_t nr = opt_reduces_read(s->ctx, s->store->src[1], true, &reduces);
   s->reduce = nr == 1 ? reduces[0] : NULL;
@@ -103,7 +103,8 @@ static bool stream_fits(Stream *s, const UOp *kernel, unsigned vector_bytes, boo
   if (!r || r->nsrc != 2 || r->dtype.lanes != 1 || opt_const_bound(r->src[1]) < 1) return false;
   s->k = r->src[1], s->columns = opt_const_bound(s->j);
   size_t elem = elem_bytes(r->dtype);
-  s->w = elem ? vector_bytes / (unsigned)elem : 0;
+  s->w = elem ? t->vector_bytes / (unsigned)elem : 0;
+  int64_t acc_bytes = (int64_t)t->l1_bytes / 2; /* the accumulators: half of L1 */
   s->w = s->w > STREAM_MAX_LANES ? STREAM_MAX_LANES : s->w < 1 ? 1 : s->w;
   if (!s->columns || s->columns % s->w || !opt_depends(s->ctx, r, s->j) || !loads_stream(s)) return false;
   if (!forced && (s->columns * (int64_t)elem < STREAM_MIN_COLUMN_BYTES || s->row_bytes < STREAM_MIN_ROW_BYTES))
@@ -112,11 +113,11 @@ static bool stream_fits(Stream *s, const UOp *kernel, unsigned vector_bytes, boo
   for (const UOp *e = kernel->src[0]; e != s->end; e = e->src[1])
     if (opt_depends(s->ctx, r->src[0], e->src[0]) && !matrix_reads(s, e->src[0])) return false;
   int64_t c = s->columns;
-  while (c * (int64_t)elem > STREAM_ACC_BYTES && c % (2 * s->w) == 0) c /= 2;
+  while (c * (int64_t)elem > acc_bytes && c % (2 * s->w) == 0) c /= 2;
   if (c == s->columns && c * (int64_t)elem >= STREAM_SPLIT_BYTES && c % (2 * s->w) == 0) c /= 2;
   s->chunk = c;
   for (s->steps = STREAM_STEPS; opt_const_bound(s->k) % s->steps;) s->steps /= 2;
-  return c * (int64_t)elem <= STREAM_ACC_BYTES;
+  return c * (int64_t)elem <= acc_bytes;
 }
 
 static const UOp *range_new(Ctx *ctx, DType d, int64_t bound, int64_t axis) {
@@ -198,11 +199,11 @@ static const UOp *final_loop(Ctx *ctx, const Stream *s, const UOp *acc, const UO
   return got ? end_new(ctx, effects, 1 + s->w) : NULL;
 }
 
-const UOp *opt_stream(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config) {
+const UOp *opt_stream(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config) {
   Stream s = {.ctx = ctx, .end = opt_innermost_end(kernel)};
   if (config->stream == OPT_OFF || !s.end) return kernel;
   s.store = s.end->src[1], s.j = s.end->src[0];
-  if (range_kind(s.j) != AXIS_LOOP || !stream_fits(&s, kernel, vector_bytes, config->stream == OPT_ON)) return kernel;
+  if (range_kind(s.j) != AXIS_LOOP || !stream_fits(&s, kernel, t, config->stream == OPT_ON)) return kernel;
   int64_t axis = opt_next_axis(ctx, kernel), vectors = s.chunk / s.w, alloc[2] = {opt_next_alloc_id(ctx, kernel), vectors};
   DType d = s.j->dtype;
   const UOp *acc = uop_new(ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)s.reduce->dtype.scalar, s.w, UJ_AS_REG), NULL, 0,

@@ -52,7 +52,7 @@
  * (2048^3: 16 -> 32): best of 12 interleaved runs 162 -> 143-148 ms,
  * medians 201-204 -> 183-187 (two sessions); 2 threads 75 -> 71 ms.
  * 4 MiB and 64 blocks measured no better. */
-enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2, TILE_ROWS_BYTES = 2048 << 10 };
+enum { TILE_MAX_BLOCKS = 32, TILE_MIN_TILES = 2, TILE_MIN_REDUCE = 64, TILE_MIN_COLUMNS = 2 };
 
 /* One tile (opt_tile) whatever the rows when threads have at least this
  * many column blocks to split and the rows would make this many tiles
@@ -248,7 +248,7 @@ static const UOp *stage_whole(Ctx *ctx, const UOp *kernel, const UOp *outer, con
   return columns_out(ctx, kernel, outer, at, fill, block);
 }
 
-const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
+const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const TargetDesc *target, const OptConfig *config) {
   const UOp *outer = rows_end_of(kernel), *inner = outer ? outer->src[1] : NULL;
   if (!inner || range_kind(outer->src[0]) != AXIS_LOOP || range_kind(inner->src[0]) != AXIS_LOOP) return kernel;
   const UOp *i = outer->src[0], *j = inner->src[0];
@@ -260,11 +260,12 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const OptConfig *config) {
   unsigned w = 0;
   size_t m = config->stage == OPT_OFF ? 0 : panel_loads(ctx, inner, i, j, k, &nk, &w, loads, TILE_MAX_PANEL);
   int64_t elem = m ? (int64_t)elem_bytes(loads[0]->dtype) : 0, panel = m ? longest * (int64_t)m * elem : 0;
-  bool around = m && kernel->src[0] != outer, whole = around && panel * opt_const_bound(j) <= OPT_PANEL_MAX_BYTES;
-  bool per_block = around && !whole && panel <= OPT_PANEL_MAX_BYTES && outer->nsrc == 2;
-  if (panel > OPT_PANEL_MAX_BYTES) m = 0;
+  int64_t budget = (int64_t)target_panel_bytes(target);
+  bool around = m && kernel->src[0] != outer, whole = around && panel * opt_const_bound(j) <= budget;
+  bool per_block = around && !whole && panel <= budget && outer->nsrc == 2;
+  if (panel > budget) m = 0;
   /* a tile's rows of the other operand: T blocks of (outputs / m) rows of k elements */
-  int64_t most = m ? TILE_ROWS_BYTES / ((int64_t)(inner->nsrc - 1) / (int64_t)m * longest * elem) : TILE_MAX_BLOCKS / 2;
+  int64_t most = m ? (int64_t)target->l2_bytes / ((int64_t)(inner->nsrc - 1) / (int64_t)m * longest * elem) : TILE_MAX_BLOCKS / 2;
   most = most < TILE_MAX_BLOCKS ? most : TILE_MAX_BLOCKS;
   if (forced) /* any T up to the row blocks (the last tile shorter when T does not divide them); 1: no tiles */
     blocks = config->tile > 1 && config->tile <= (uint64_t)rows ? config->tile : 0;

@@ -264,7 +264,8 @@ static const UOp *vector_tail(Ctx *ctx, const UOp *kernel, const UOp *store, con
   return uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), effects, 1 + rows * rest, arg_none());
 }
 
-const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, unsigned vector_bytes, const OptConfig *config) {
+const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config) {
+  unsigned vector_bytes = t->vector_bytes;
   const UOp *end = config->columns == 1 ? NULL : opt_innermost_end(kernel);
   const UOp *store = end ? end->src[1] : NULL;
   DType d = store ? store->src[1]->dtype : dt_scalar(UJ_VOID);

@@ -527,7 +527,7 @@ static bool beam_search(Beam *b, Ctx *ctx, const UOp *kernel, const OptTarget *t
     beam_note("%s (%s): not measured (its buffers are unknown or too big)", name, loops);
     return false;
   }
-  s.register_elems = register_elems(&p, t->vector_bytes);
+  s.register_elems = register_elems(&p, t->desc->vector_bytes);
   b->stats.searched++;
   try_config(&s, &(OptConfig){0});
   bool ok = s.n == 1 && s.cands[0].seconds < INFINITY;
@@ -550,7 +550,7 @@ static void beam_choose(OptSearch *hook, Ctx *ctx, const UOp *kernel, const OptT
   b->stats.kernels++;
   uint64_t key;
   const BeamEntry *e = NULL;
-  if (!kernel_key(ctx, b->device, kernel, t->vector_bytes, &key)) {
+  if (!kernel_key(ctx, b->device, kernel, t->desc->vector_bytes, &key)) {
     beam_note("out of memory: the heuristics");
   } else if ((e = cache_find(b, key)) != NULL) {
     *config = e->config, b->stats.hits++;
