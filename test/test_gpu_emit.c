@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "kernel_corpus.h"
+#include "workgroup_kernels.h"
 
 typedef struct GpuRun {
   char dir[256];
@@ -206,6 +207,59 @@ static void test_grid(Ctx *ctx, GpuRun *g) {
   else CHECK(al != NULL, "alloc: %s", uj_error(ctx));
 }
 
+/* Workgroups: with `local` RANGEs, `global` ones are block ids and
+ * `local` ones thread ids, and a BARRIER inside them is bar.sync on
+ * NVPTX, s_barrier between workgroup fences on AMDGPU; both kernels of
+ * workgroup_kernels.h join the corpus's for ptxas and llvm-readelf. */
+static void test_workgroups(Ctx *ctx, GpuRun *g) {
+  const char *names[] = {"row_sum", "gemm"};
+  const UOp *ks[] = {uj_parse(ctx, row_sum_text(-1), "row sum"), uj_parse(ctx, gemm_text(true), "gemm")};
+  for (int i = 0; i < 2; i++) {
+    CHECK(ks[i] != NULL, "%s: %s", names[i], uj_error(ctx));
+    if (!ks[i]) continue;
+    char *ptx = uj_emit(ctx, ks[i], UJ_EMIT_PTX, "sm_90", NULL);
+    CHECK(ptx && strstr(ptx, "bar.sync") && strstr(ptx, "%tid.x") && strstr(ptx, "%ctaid.x") && !strstr(ptx, "%ntid") &&
+              strstr(ptx, "st.shared.f32") && strstr(ptx, "ld.shared.f32"),
+          "%s: workgroup in PTX:\n%s", names[i], ptx ? ptx : uj_error(ctx));
+    free(ptx);
+    char *ir = uj_emit(ctx, ks[i], UJ_EMIT_IR, "gfx942", NULL);
+    CHECK(ir && strstr(ir, "fence syncscope(\"workgroup\") release") && strstr(ir, "@llvm.amdgcn.s.barrier") &&
+              strstr(ir, "fence syncscope(\"workgroup\") acquire") && strstr(ir, "@llvm.amdgcn.workitem.id.x") &&
+              !strstr(ir, "dispatch.ptr"),
+          "%s: workgroup in AMDGPU IR:\n%s", names[i], ir ? ir : uj_error(ctx));
+    free(ir);
+    char *gcn = uj_emit(ctx, ks[i], UJ_EMIT_AMDGCN, "gfx942", NULL);
+    CHECK(gcn && strstr(gcn, "s_barrier") && strstr(gcn, "ds_write"), "%s: workgroup in AMDGCN:\n%s", names[i],
+          gcn ? gcn : uj_error(ctx));
+    free(gcn);
+    CorpusKernel ck = {.kernel = ks[i]};
+    snprintf(ck.what, sizeof ck.what, "%s", names[i]);
+    emit_gpu(ctx, &ck, g);
+  }
+  /* The 2D workgroup of the GEMM: two thread ids, two block ids. */
+  char *ptx = ks[1] ? uj_emit(ctx, ks[1], UJ_EMIT_PTX, "sm_90", NULL) : NULL;
+  CHECK(ptx && strstr(ptx, "%tid.y") && strstr(ptx, "%ctaid.y"), "gemm: 2D blocks:\n%s", ptx ? ptx : uj_error(ctx));
+  free(ptx);
+  /* Outside a workgroup a BARRIER is nothing; a `local` bound must be a
+   * constant, and a block has three dimensions. */
+  const UOp *outside = uj_parse(ctx, "%i = (RANGE global 0 (CONST:int32 64))\n"
+                                     "(SINK (END %i (BARRIER (STORE (INDEX (PARAM:int32* 0) %i) %i))))", "outside");
+  ptx = outside ? uj_emit(ctx, outside, UJ_EMIT_PTX, "sm_90", NULL) : NULL;
+  CHECK(ptx && !strstr(ptx, "bar.sync") && strstr(ptx, "%ntid.x"), "no workgroup, no barrier:\n%s", ptx ? ptx : uj_error(ctx));
+  free(ptx);
+  const UOp *var = uj_parse(ctx, "%l = (RANGE local 0 (DEFINE_VAR:int32 n 1 256))\n"
+                                 "(SINK (END %l (STORE (INDEX (PARAM:int32* 0) %l) %l)))", "var");
+  ptx = var ? uj_emit(ctx, var, UJ_EMIT_PTX, "sm_90", NULL) : NULL;
+  CHECK(!ptx && strstr(uj_error(ctx), "a `local` RANGE's bound must be a constant"), "%s", uj_error(ctx));
+  free(ptx);
+  const UOp *four = uj_parse(ctx, "%a = (RANGE local 0 (CONST:int32 2))\n%b = (RANGE local 1 (CONST:int32 2))\n"
+                                  "%c = (RANGE local 2 (CONST:int32 2))\n%d = (RANGE local 3 (CONST:int32 2))\n"
+                                  "(SINK (END %a (END %b (END %c (END %d (STORE (INDEX (PARAM:int32* 0) %d) %a))))))", "four");
+  ptx = four ? uj_emit(ctx, four, UJ_EMIT_PTX, "sm_90", NULL) : NULL;
+  CHECK(!ptx && strstr(uj_error(ctx), "more than 3 `local` RANGEs"), "%s", uj_error(ctx));
+  free(ptx);
+}
+
 int main(void) {
   GpuRun g = {.n = 0};
   char ptxas[512], readelf[512];
@@ -219,6 +273,7 @@ int main(void) {
   if (!mkdtemp(g.dir)) return perror("mkdtemp"), 1;
   Ctx *ctx = uj_ctx_new();
   test_grid(ctx, &g);
+  test_workgroups(ctx, &g);
   corpus_each(ctx, emit_one, &g);
   printf("test_gpu_emit: %d kernels, %d emitted for the GPUs\n", g.seen, g.n);
   if (g.ptxas) check_ptx(&g);

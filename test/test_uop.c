@@ -79,6 +79,10 @@ static const UOp *sample(Ctx *ctx, Op op, int64_t v) {
   case UJ_OP_GEP:
     return uj_uop_new(ctx, op, i32, (const UOp *[]){sample(ctx, UJ_OP_VECTORIZE, v)}, 1, (Arg){NULL, (int64_t[]){1}, 1});
   case UJ_OP_ALLOC: return uj_uop_new(ctx, op, uj_dtype_ptr(UJ_FLOAT32, 1, UJ_AS_LOCAL), NULL, 0, (Arg){NULL, ints, 2});
+  case UJ_OP_BARRIER: {
+    const UOp *st = sample(ctx, UJ_OP_STORE, v);
+    return uj_uop_new(ctx, op, dt_scalar(UJ_VOID), &st, 1, arg_none());
+  }
   case UJ_OP_END: {
     const UOp *r = sample(ctx, UJ_OP_RANGE, v), *st = sample(ctx, UJ_OP_STORE, v);
     return uj_uop_new(ctx, op, dt_scalar(UJ_VOID), (const UOp *[]){r, st}, 2, arg_none());

@@ -80,6 +80,8 @@ typedef enum uj_op {
   UJ_OP_STAGE,
   /* memory of a kernel's own: registers/stack, or workgroup-shared */
   UJ_OP_ALLOC,
+  /* workgroups: every thread of the group reaches it before any goes on */
+  UJ_OP_BARRIER,
   UJ_OP_COUNT
 } uj_op;
 

@@ -23,6 +23,9 @@ typedef struct TargetHooks {
    * of the HSA dispatch packet. grid false: GLOBAL ranges are loops. */
   bool grid;
   const char *block_id, *block_size, *thread_id;
+  /* A workgroup's barrier: an intrinsic, or "uj.workgroup.barrier" (the
+   * AMDGPU helper of render_grid.c); NULL: no workgroups (the CPU). */
+  const char *barrier;
   /* The float scalars (bit 1 << uj_scalar) whose EXP2/LOG2/SIN the target
    * computes with llvm.exp2/log2/sin (libm on the CPU); the others are
    * lowered to polynomials first (lib/codegen/transcendental.c). */

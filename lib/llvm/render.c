@@ -21,7 +21,7 @@
 #include "uop/alu.h"
 #include "uop/nodemap.h"
 
-enum { MAX_LOOPS = 64, GRID_DIMS = 3, MAX_GROUP = 32, MAX_UNROLL = 64 };
+enum { MAX_LOOPS = 64, MAX_GROUP = 32, MAX_UNROLL = 64 };
 
 typedef struct Loop {
   const UOp *range;
@@ -55,8 +55,7 @@ typedef struct State {
   Loop loops[MAX_LOOPS];
   unsigned depth;
   uint64_t serials;
-  const UOp *grid[GRID_DIMS];
-  unsigned ngrid;
+  Grid grid;
   const UOp *parallel;        /* CPU: the RANGE split in parts, or NULL */
   LLVMValueRef part, nparts;  /* CPU: the body's last two arguments (i64) */
   /* the kernel's REDUCEs over RANGEs that may share a loop with another
@@ -516,58 +515,6 @@ static bool emit_value(State *s, const UOp *u) {
 
 /* ---- loops ---- */
 
-/* The grid dimension of a GLOBAL range on a GPU, or -1 for a loop. */
-static int grid_dim(State *s, const UOp *range) {
-  if (!s->r.h->grid || range_kind(range) != AXIS_GLOBAL) return -1;
-  for (unsigned i = 0; i < s->ngrid; i++)
-    if (s->grid[i] == range) return (int)i;
-  if (s->ngrid == GRID_DIMS) return -1;
-  s->grid[s->ngrid] = range;
-  return (int)s->ngrid++;
-}
-
-static LLVMValueRef sreg(State *s, const char *fmt, int dim) {
-  char name[64];
-  snprintf(name, sizeof name, fmt, "xyz"[dim]);
-  return render_intrinsic(&s->r, name, NULL, 0, NULL, 0);
-}
-
-/* The block size along dim from the HSA dispatch packet: u16 at 4 + 2*dim. */
-static LLVMValueRef packet_block_size(State *s, int dim) {
-  LLVMBuilderRef B = s->r.b;
-  LLVMValueRef packet = render_intrinsic(&s->r, "llvm.amdgcn.dispatch.ptr", NULL, 0, NULL, 0);
-    LLVMTypeRef i8 = LLVMInt8TypeInContext(s->r.lc), i16 = LLVMInt16TypeInContext(s->r.lc);
-    LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(s->r.lc), 4 + 2 * (unsigned)dim, 0);
-    LLVMValueRef at = LLVMBuildInBoundsGEP2(B, i8, packet, &off, 1, "");
-    LLVMValueRef size = LLVMBuildLoad2(B, i16, at, "");
-    LLVMSetAlignment(size, 2);
-    return LLVMBuildZExt(B, size, LLVMInt32TypeInContext(s->r.lc), "");
-}
-
-/* blockIdx * blockDim + threadIdx along dim, as an i32. */
-static LLVMValueRef grid_index(State *s, int dim) {
-  const TargetHooks *h = s->r.h;
-  LLVMValueRef block = sreg(s, h->block_id, dim), thread = sreg(s, h->thread_id, dim);
-  LLVMValueRef size = h->block_size ? sreg(s, h->block_size, dim) : packet_block_size(s, dim);
-  return LLVMBuildAdd(s->r.b, LLVMBuildMul(s->r.b, block, size, ""), thread, "");
-}
-
-/* The grid index along dim as range's value; *more: index < bound, compared
- * at 32 bits or more, before any narrowing (an int8 range must not see a
- * thread 200 as -56). */
-static LLVMValueRef grid_guard(State *s, const UOp *range, int dim, LLVMValueRef bound, LLVMValueRef *more) {
-  LLVMBuilderRef B = s->r.b;
-  LLVMValueRef i = grid_index(s, dim); /* i32, >= 0 */
-  unsigned bits = dt_bits(range->dtype);
-  bool sign = dt_is_signed(range->dtype);
-  LLVMTypeRef t = render_type(&s->r, range->dtype), wide = bits > 32 ? t : LLVMInt32TypeInContext(s->r.lc);
-  if (bits > 32) i = LLVMBuildZExt(B, i, t, "");
-  if (bits < 32) bound = sign ? LLVMBuildSExt(B, bound, wide, "") : LLVMBuildZExt(B, bound, wide, "");
-  /* 32 bits: an unsigned bound above INT32_MAX still compares right as unsigned */
-  *more = LLVMBuildICmp(B, sign || bits < 32 ? LLVMIntSLT : LLVMIntULT, i, bound, "");
-  return bits < 32 ? LLVMBuildTrunc(B, i, t, "") : i;
-}
-
 /* Opens the loop of range (for `user`, an END or REDUCE, in messages): a
  * grid index when grid and the target has one, else a counted loop. */
 /* The part of range this call runs: [k*c, min((k+1)*c, bound)) for part k
@@ -599,11 +546,9 @@ static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid) {
   *L = (Loop){.range = range, .pre = LLVMGetInsertBlock(B), .serial = ++s->serials};
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "body");
   L->exit = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "exit");
-  LLVMValueRef i, more;
-  int dim = grid ? grid_dim(s, range) : -1;
-  if (dim >= 0) {
-    i = grid_guard(s, range, dim, bound, &more);
-  } else {
+  LLVMValueRef i = NULL, more = NULL;
+  if (grid && !grid_open(&s->r, &s->grid, range, bound, &i, &more)) return false;
+  if (!i) {
     L->start = LLVMConstNull(t);
     if (range == s->parallel) part_bounds(s, range, &L->start, &bound);
     L->header = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "loop");
@@ -646,7 +591,7 @@ static bool effect_start(State *s, const UOp *u, size_t *top) {
     if (s->done0[ix(s, u)]) return true;
     s->done0[ix(s, u)] = 1;
   }
-  if (u->op == UJ_OP_SINK) {
+  if (u->op == UJ_OP_SINK || u->op == UJ_OP_BARRIER) {
     s->steps[(*top)++] = (Frame){u, 0};
     return true;
   }
@@ -660,6 +605,17 @@ static bool effect_start(State *s, const UOp *u, size_t *top) {
   return true;
 }
 
+/* A BARRIER, its effects emitted: the target's barrier inside a `local`
+ * RANGE (render_grid.c), nothing outside one. */
+static bool emit_barrier(State *s, const UOp *u) {
+  bool in_workgroup = false;
+  for (unsigned i = 0; i < s->depth; i++) in_workgroup |= range_kind(s->loops[i].range) == AXIS_LOCAL;
+  if (grid_barrier(&s->r, u, in_workgroup)) return true;
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", uj_error(s->r.ctx) + strlen("render: "));
+  return fail(s, u, msg);
+}
+
 static bool emit_effects(State *s, const UOp *root) {
   size_t top = 0;
   if (!effect_start(s, root, &top)) return false;
@@ -670,6 +626,7 @@ static bool emit_effects(State *s, const UOp *root) {
       continue;
     }
     if (f->u->op == UJ_OP_END) loop_close(s, NULL);
+    if (f->u->op == UJ_OP_BARRIER && !emit_barrier(s, f->u)) return false;
     top--;
   }
   return true;
@@ -783,6 +740,7 @@ static bool state_alloc(State *s, const UOp *root) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(s->r.ctx, root, &nodes);
   bool ok = n > 0 && nodemap_number(&s->num, nodes, n);
+  for (size_t i = 0; i < n; i++) s->grid.workgroups |= nodes[i]->op == UJ_OP_RANGE && range_kind(nodes[i]) == AXIS_LOCAL;
   free(nodes);
   s->rescale_nodes = calloc(s->nonline + 1, sizeof *s->rescale_nodes);
   s->nrescale_nodes = calloc(s->nonline + 1, sizeof *s->nrescale_nodes);

@@ -77,6 +77,7 @@ static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
     ctx_set_error(ctx, "kernel: %s cannot be compiled (kernels take PARAMs)", op_table[u->op].name);
     return false;
   case UJ_OP_SINK:
+  case UJ_OP_BARRIER:
   case UJ_OP_END:
     for (uint32_t i = u->op == UJ_OP_END; i < u->nsrc; i++) {
       if (!op_has(u->src[i]->op, OPF_EFFECT)) {

@@ -13,7 +13,9 @@
  * STOREs are checked and queued with a copy of their value, and written in
  * the order they ran once everything succeeded. An error leaves memory as
  * it was (memory and its checks: eval_mem.c). Pointer nodes evaluate to a
- * Pointer (memory, element, gate). */
+ * Pointer (memory, element, gate). An END of a `local` RANGE runs a
+ * workgroup (eval_group.c): its threads resume the effect machine below
+ * (eval_run_steps) on stacks of their own, phase by phase. */
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,21 +51,26 @@ bool eval_fail_nomem(Eval *ev) {
 Eval *eval_new(Ctx *ctx) {
   Eval *ev = calloc(1, sizeof *ev);
   if (!ev) ctx_set_error(ctx, "eval: out of memory");
-  else ev->ctx = ctx, ev->num = nodemap_make(ctx);
+  else ev->ctx = ctx, ev->num = nodemap_make(ctx), ev->thread = -1, ev->life = ev->lives = 1;
   return ev;
 }
 
 static void results_clear(Eval *ev) {
-  for (size_t i = 0; i < ev->nallocs; i++) free(ev->allocs[i]);
+  for (size_t i = 0; i < ev->nallocs; i++) {
+    AllocMem *a = ev->allocs[i];
+    void *arrays[] = {a->data, a->errs, a->born, a->writer, a->reader, a->reader2, a->phase, a};
+    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) free(arrays[k]);
+  }
   free(ev->allocs);
   void *owned[] = {ev->order, ev->where, ev->words, ev->ptrs, ev->in_loop, ev->open, ev->done, ev->pinned,
-                   ev->stamp, ev->pushed, ev->walk, ev->steps, ev->stores, ev->store_words, ev->written,
+                   ev->stamp, ev->pushed, ev->walk, ev->steps.at, ev->stores, ev->store_words, ev->written,
                    ev->errs, ev->store_errs};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
   nodemap_free(&ev->num);
   Eval keep = *ev; /* the bindings stay */
   memset(ev, 0, sizeof *ev);
   ev->ctx = keep.ctx, ev->track = keep.track;
+  ev->thread = -1, ev->life = ev->lives = 1;
   ev->num = nodemap_make(keep.ctx);
   ev->vars = keep.vars, ev->nvars = keep.nvars, ev->cap_vars = keep.cap_vars;
   ev->mems = keep.mems, ev->nmems = keep.nmems, ev->cap_mems = keep.cap_mems;
@@ -145,9 +152,8 @@ static bool results_alloc(Eval *ev, const UOp *root) {
   ev->in_loop = calloc(nnodes, 1), ev->open = calloc(nnodes, 1), ev->done = calloc(nnodes, 1);
   ev->pinned = calloc(nnodes, 1);
   ev->stamp = calloc(nnodes, sizeof *ev->stamp), ev->pushed = calloc(nnodes, sizeof *ev->pushed);
-  ev->steps = malloc(nnodes * sizeof *ev->steps);
   if (!ev->order || !ev->where || !ev->in_loop || !ev->open || !ev->done || !ev->pinned || !ev->stamp ||
-      !ev->pushed || !ev->steps)
+      !ev->pushed)
     return false;
   for (size_t i = 0; i < ev->norder; i++) {
     const UOp *u = ev->order[i];
@@ -187,7 +193,6 @@ static bool eval_alu(Eval *ev, const UOp *u) {
 }
 
 static bool eval_reduce(Eval *ev, const UOp *u);
-
 /* Tracking: the bounds of value node u, just computed (eval_bound.h); a
  * LOAD's and a REDUCE's are set where they are computed. */
 static void bound_node(Eval *ev, const UOp *u) {
@@ -263,7 +268,7 @@ static bool walk_push(Eval *ev, const UOp *u) {
 /* Computes value node u, after the sources it needs, unless it is ready for
  * this step of the loops. Effects under it are not run; a REDUCE computes
  * its own sources (eval_reduce), in a walk nested above this one. */
-static bool eval_value_node(Eval *ev, const UOp *u) {
+bool eval_value_node(Eval *ev, const UOp *u) {
   uint64_t outer = ev->walk_id;
   size_t base = ev->walk_top;
   bool ok = true;
@@ -418,47 +423,66 @@ static bool loop_begin(Eval *ev, Step *st, bool *runs) {
   return true;
 }
 
-/* Runs one effect or value node met among effects; pushes END/SINK frames. */
-static bool step_start(Eval *ev, const UOp *u, size_t *top) {
+bool eval_push_step(Eval *ev, StepStack *ss, Step st) {
+  Step *at = eval_grow(ss->at, ss->top, &ss->cap, sizeof *at);
+  if (!at) return eval_fail_nomem(ev);
+  ss->at = at;
+  ss->at[ss->top++] = st;
+  return true;
+}
+
+/* Runs one effect or value node met among effects on ss; pushes the frames
+ * of SINK, END and BARRIER; an END of a `local` RANGE runs a workgroup. */
+static bool step_start(Eval *ev, const UOp *u, StepStack *ss) {
   if (ev->depth == 0) { /* outside loops an effect runs once */
     if (ev->done[ix(ev, u)]) return true;
     ev->done[ix(ev, u)] = 1;
   }
-  if (u->op == UJ_OP_SINK) {
-    ev->steps[(*top)++] = (Step){u, 0, 0, 0};
-    return true;
+  if (u->op == UJ_OP_SINK || u->op == UJ_OP_BARRIER) return eval_push_step(ev, ss, (Step){u, 0, 0, 0, false});
+  if (u->op == UJ_OP_END && range_kind(u->src[0]) == AXIS_LOCAL) {
+    if (ev->group)
+      return eval_fail(ev, u, "a `local` END inside a workgroup: a workgroup's threads are one chain of `local` ENDs, "
+                              "END(l0, END(l1, body...))");
+    return eval_workgroup(ev, u, ss);
   }
   if (u->op == UJ_OP_END) {
-    Step st = {u, 0, 0, 0};
+    Step st = {u, 0, 0, 0, false};
     bool runs = false;
     if (!loop_begin(ev, &st, &runs)) return false;
-    if (runs) ev->steps[(*top)++] = st;
-    return true;
+    return !runs || eval_push_step(ev, ss, st);
   }
   if (u->op == UJ_OP_STORE)
     return eval_value_node(ev, u->src[0]) && eval_value_node(ev, u->src[1]) && eval_store(ev, u);
   return eval_value_node(ev, u);
 }
 
-static bool run_effects(Eval *ev, const UOp *root) {
-  size_t top = 0;
-  if (!step_start(ev, root, &top)) return false;
-  while (top > 0) {
-    Step *st = &ev->steps[top - 1];
+RunResult eval_run_steps(Eval *ev, StepStack *ss, size_t base) {
+  while (ss->top > base) {
+    Step *st = &ss->at[ss->top - 1];
     if (st->next < st->u->nsrc) {
       const UOp *s = st->u->src[st->next++];
-      if (!step_start(ev, s, &top)) return false;
+      if (!step_start(ev, s, ss)) return RUN_ERROR;
       continue;
     }
-    if (st->u->op == UJ_OP_END && ++st->iter < st->trip) {
+    bool loop = st->u->op == UJ_OP_END && !st->body;
+    if (loop && ++st->iter < st->trip) {
       loop_step(ev, st);
       continue;
     }
-    if (st->u->op == UJ_OP_END) /* values of the loop's last step are stale now */
+    if (loop) /* values of the loop's last step are stale now */
       ev->open[ix(ev, st->u->src[0])] = 0, ev->depth--, ev->epoch++;
-    top--;
+    ss->top--;
+    if (st->u->op == UJ_OP_BARRIER && ev->group) { /* its effects ran: the thread waits */
+      eval_group_stopped(ev, st->u);
+      return RUN_BARRIER;
+    }
   }
-  return true;
+  return RUN_DONE;
+}
+
+static bool run_effects(Eval *ev, const UOp *root) {
+  ev->steps.top = 0;
+  return step_start(ev, root, &ev->steps) && eval_run_steps(ev, &ev->steps, 0) == RUN_DONE;
 }
 
 /* ---- the run ---- */

@@ -7,8 +7,10 @@
  * memory. Semantics (docs/semantics.md): each ALU op is alu_eval per lane;
  * every LOAD sees memory as it was before the evaluation; the effects run
  * from the root, left to right, each END once per value of its RANGE (an
- * effect reached twice runs once outside loops, each time inside one); the
- * STOREs are written after the run, in the order they ran. On an error
+ * effect reached twice runs once outside loops, each time inside one; a
+ * chain of `local` ENDs is a workgroup, its threads run in lockstep
+ * between BARRIERs, races reported: eval_group.c); the STOREs are written
+ * after the run, in the order they ran. On an error
  * nothing is written and the context holds a message naming the node. */
 #ifndef UJ_EVAL_H
 #define UJ_EVAL_H

@@ -6,8 +6,13 @@
  * ALLOC's land at once), written by eval_write_stores after the run. A
  * LOAD of global memory an earlier STORE of the run wrote is an error (a
  * kernel reads memory as it was before it ran); a LOAD of an ALLOC's
- * element nothing was stored to is one too (its contents are undefined). */
+ * element nothing was stored to in its life is one too (its contents are
+ * undefined): a `local` ALLOC lives for a workgroup, a `reg` one has a
+ * block per thread of it. In a workgroup, races are errors
+ * (docs/semantics.md, "Workgroups"): two threads storing one element, or
+ * one reading what another stored, in one phase (no BARRIER between). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,7 +118,7 @@ bool eval_memory_root(Eval *ev, const UOp *u) {
   if (!m) return eval_fail(ev, u, "PARAM slot %lld is not bound", (long long)u->ints[0]);
   if (dt_is_ptr(u->dtype)) {
     int64_t count = is_buffer ? u->ints[1] : elem ? (int64_t)(m->bytes / elem) : 0;
-    *pointer_of(ev, u) = (Pointer){m->data, count, 0, true, false, false, m->errs};
+    *pointer_of(ev, u) = (Pointer){m->data, count, 0, true, false, m->errs, NULL, u};
     return true;
   }
   if (m->bytes != elem)
@@ -123,20 +128,60 @@ bool eval_memory_root(Eval *ev, const UOp *u) {
   return true;
 }
 
-/* ALLOC: memory of the kernel's own for this run, made once. */
+/* ALLOC: memory of the kernel's own for this run, made once (one block;
+ * a `reg` ALLOC grows a block per thread when a workgroup uses it). */
 bool eval_alloc(Eval *ev, const UOp *u) {
   Pointer *p = pointer_of(ev, u);
-  if (p->data) return true;
+  if (p->alloc) return true;
+  AllocMem **all = eval_grow(ev->allocs, ev->nallocs, &ev->cap_allocs, sizeof *all);
+  AllocMem *a = all ? calloc(1, sizeof *a) : NULL;
+  if (all) ev->allocs = all;
+  if (!a) return eval_fail_nomem(ev);
+  ev->allocs[ev->nallocs++] = a;
   size_t count = (size_t)u->ints[1];
-  void **a = NULL;
-  for (int k = 0; k <= ev->track; k++) /* the memory, and its bounds when tracking */
-    if ((a = eval_grow(ev->allocs, ev->nallocs + (size_t)k, &ev->cap_allocs, sizeof *a))) ev->allocs = a;
-  unsigned char *mem = a ? calloc(count, elem_bytes(dt_base(u->dtype))) : NULL;
-  double *errs = mem && ev->track ? calloc(count * dt_base(u->dtype).lanes, sizeof *errs) : NULL;
-  if (!mem || (ev->track && !errs)) return free(mem), eval_fail_nomem(ev);
-  ev->allocs[ev->nallocs++] = mem;
-  if (errs) ev->allocs[ev->nallocs++] = errs;
-  *p = (Pointer){mem, u->ints[1], 0, true, true, false, errs};
+  *a = (AllocMem){.u = u, .count = count, .blocks = 1};
+  a->data = calloc(count, elem_bytes(dt_base(u->dtype)));
+  a->born = calloc(count, sizeof *a->born);
+  a->errs = ev->track ? calloc(count * dt_base(u->dtype).lanes, sizeof *a->errs) : NULL;
+  if (!a->data || !a->born || (ev->track && !a->errs)) return eval_fail_nomem(ev);
+  *p = (Pointer){NULL, u->ints[1], 0, true, false, NULL, a, u};
+  return true;
+}
+
+/* Room for n blocks in a (zeroed: never stored); false when out of memory. */
+static bool alloc_blocks(AllocMem *a, size_t n, size_t elem, size_t lanes) {
+  if (n <= a->blocks) return true;
+  size_t old = a->count * a->blocks, all = a->count * n;
+  unsigned char *data = realloc(a->data, all * elem);
+  if (data) a->data = data;
+  uint64_t *born = data ? realloc(a->born, all * sizeof *born) : NULL;
+  if (born) a->born = born;
+  double *errs = born && a->errs ? realloc(a->errs, all * lanes * sizeof *errs) : NULL;
+  if (errs) a->errs = errs;
+  if (!born || (a->errs && !errs)) return false;
+  memset(a->data + old * elem, 0, (all - old) * elem);
+  memset(a->born + old, 0, (all - old) * sizeof *born);
+  if (errs) memset(errs + old * lanes, 0, (all - old) * lanes * sizeof *errs);
+  a->blocks = n;
+  return true;
+}
+
+/* Where p's element is (p valid, in bounds): its bytes, its bounds
+ * (tracking; else NULL) and, in an ALLOC, its slot there (a `reg` ALLOC's
+ * in the running thread's block). */
+static bool element_at(Eval *ev, const Pointer *p, DType d, unsigned char **at, double **err_at, size_t *slot) {
+  size_t elem = elem_bytes(d), index = (size_t)p->index;
+  AllocMem *a = p->alloc;
+  if (!a) {
+    *at = p->data + index * elem;
+    *err_at = ev->track && p->errs ? p->errs + index * d.lanes : NULL;
+    return true;
+  }
+  size_t block = ev->group && a->u->dtype.space == UJ_AS_REG ? (size_t)ev->thread : 0;
+  if (!alloc_blocks(a, block + 1, elem, d.lanes)) return eval_fail_nomem(ev);
+  *slot = block * a->count + index;
+  *at = a->data + *slot * elem;
+  *err_at = a->errs ? a->errs + *slot * d.lanes : NULL;
   return true;
 }
 
@@ -162,31 +207,84 @@ static bool access_ok(Eval *ev, const UOp *u, const Pointer *p) {
               (long long)p->count);
 }
 
-/* ---- the set of elements stored to in this run ---- */
+/* ---- races and the global elements stored to in this run ---- */
+
+/* "PARAM 0", "BUFFER 5", "ALLOC 2 (local)": the memory p points into. */
+static const char *mem_name(const Pointer *p, char *buf, size_t size) {
+  const UOp *m = p->mem;
+  if (m->op == UJ_OP_ALLOC)
+    snprintf(buf, size, "ALLOC %lld (%s)", (long long)m->ints[0], m->dtype.space == UJ_AS_LOCAL ? "local" : "reg");
+  else snprintf(buf, size, "%s %lld", op_table[m->op].name, (long long)m->ints[0]);
+  return buf;
+}
+
+/* A race on element `index` of p's memory: thread `first` did `did` it in
+ * this phase, the running thread `does` it now. */
+static bool race(Eval *ev, const UOp *u, const Pointer *p, int32_t first, const char *did, const char *does) {
+  char mem[48], a[64], b[64];
+  eval_thread_name(ev, first, a, sizeof a), eval_thread_name(ev, ev->thread, b, sizeof b);
+  return eval_fail(ev, u,
+                   "element %lld of %s was %s by thread %s%s since the last BARRIER, and thread %s %s "
+                   "it: a race (a BARRIER between them orders them)",
+                   (long long)p->index, mem_name(p, mem, sizeof mem), did, a, eval_group_name(ev), b, does);
+}
+
+/* In a workgroup, a `local` ALLOC's element at slot is read (store false)
+ * or stored by the running thread: a race when another thread stored it,
+ * or (storing) read it, in this phase. */
+static bool race_check(Eval *ev, const UOp *u, const Pointer *p, size_t slot, bool store) {
+  AllocMem *a = p->alloc;
+  if (!a || !ev->group || a->u->dtype.space != UJ_AS_LOCAL) return true;
+  size_t n = a->count * a->blocks;
+  if (!a->phase) {
+    a->writer = malloc(n * sizeof *a->writer), a->reader = malloc(n * sizeof *a->reader);
+    a->reader2 = malloc(n * sizeof *a->reader2), a->phase = calloc(n, sizeof *a->phase);
+    if (!a->writer || !a->reader || !a->reader2 || !a->phase) return eval_fail_nomem(ev);
+  }
+  int32_t t = ev->thread;
+  if (a->phase[slot] != ev->phase) a->phase[slot] = ev->phase, a->writer[slot] = a->reader[slot] = a->reader2[slot] = -1;
+  int32_t w = a->writer[slot], r1 = a->reader[slot], r2 = a->reader2[slot];
+  if (w >= 0 && w != t) return race(ev, u, p, w, "stored", store ? "stores" : "reads");
+  if (store) {
+    int32_t other = r1 >= 0 && r1 != t ? r1 : r2 >= 0 && r2 != t ? r2 : -1;
+    if (other >= 0) return race(ev, u, p, other, "read", "stores");
+    a->writer[slot] = t;
+  } else if (r1 < 0) {
+    a->reader[slot] = t;
+  } else if (r1 != t && r2 < 0) {
+    a->reader2[slot] = t;
+  }
+  return true;
+}
 
 static size_t written_slot(const Eval *ev, uintptr_t at) {
   size_t mask = ev->cap_written - 1, i = (size_t)((at * 0x9e3779b97f4a7c15ull) >> 17) & mask;
-  while (ev->written[i] && ev->written[i] != at) i = (i + 1) & mask;
+  while (ev->written[i].at && ev->written[i].at != at) i = (i + 1) & mask;
   return i;
 }
 
 static bool was_written(const Eval *ev, const unsigned char *at) {
-  return ev->cap_written && ev->written[written_slot(ev, (uintptr_t)at)] != 0;
+  return ev->cap_written && ev->written[written_slot(ev, (uintptr_t)at)].at != 0;
 }
 
-static bool mark_written(Eval *ev, const unsigned char *at) {
+/* Records a STORE of the running thread to the global element at; in a
+ * workgroup, one by another of its threads in this phase is a race. */
+static bool mark_written(Eval *ev, const UOp *u, const Pointer *p, const unsigned char *at) {
   if (2 * (ev->nwritten + 1) > ev->cap_written) { /* rehash at half full */
     size_t cap = ev->cap_written ? 2 * ev->cap_written : 64;
-    uintptr_t *old = ev->written, *fresh = calloc(cap, sizeof *fresh);
+    Written *old = ev->written, *fresh = calloc(cap, sizeof *fresh);
     if (!fresh) return eval_fail_nomem(ev);
     size_t old_cap = ev->cap_written;
     ev->written = fresh, ev->cap_written = cap;
     for (size_t i = 0; i < old_cap; i++)
-      if (old[i]) ev->written[written_slot(ev, old[i])] = old[i];
+      if (old[i].at) ev->written[written_slot(ev, old[i].at)] = old[i];
     free(old);
   }
-  size_t i = written_slot(ev, (uintptr_t)at);
-  if (!ev->written[i]) ev->written[i] = (uintptr_t)at, ev->nwritten++;
+  Written *w = &ev->written[written_slot(ev, (uintptr_t)at)];
+  if (w->at && ev->group && w->life == ev->life && w->phase == ev->phase && w->thread != ev->thread)
+    return race(ev, u, p, w->thread, "stored", "stores");
+  if (!w->at) ev->nwritten++;
+  *w = (Written){(uintptr_t)at, ev->life, ev->phase, ev->thread};
   return true;
 }
 
@@ -206,15 +304,23 @@ bool eval_load(Eval *ev, const UOp *u) {
     if (errs && u->nsrc == 2 && !p->uncertain) memcpy(errs, errs_of(ev, u->src[1]), lanes * sizeof *errs);
     return true;
   }
-  if (!access_ok(ev, u, p)) return false;
-  const unsigned char *at = p->data + (size_t)p->index * elem_bytes(u->dtype);
-  if (p->own && !was_written(ev, at))
-    return eval_fail(ev, u, "element %lld of an ALLOC is read before anything was stored there", (long long)p->index);
-  if (!p->own && was_written(ev, at))
+  unsigned char *at;
+  double *err_at;
+  size_t slot = 0;
+  if (!access_ok(ev, u, p) || !element_at(ev, p, u->dtype, &at, &err_at, &slot)) return false;
+  bool local = p->alloc && p->alloc->u->dtype.space == UJ_AS_LOCAL;
+  if (p->alloc && p->alloc->born[slot] != ev->life && local && ev->group) {
+    eval_group_undefined(ev, u, p->index); /* a race if another thread stores it in this phase */
+  } else if (p->alloc && p->alloc->born[slot] != ev->life) {
+    return eval_fail(ev, u, "element %lld of an ALLOC is read before anything was stored there%s", (long long)p->index,
+                     ev->group ? " by this thread in this workgroup" : "");
+  }
+  if (!p->alloc && was_written(ev, at))
     return eval_fail(ev, u, "element %lld was stored earlier in this run (a kernel reads memory as it was before it ran)",
                 (long long)p->index);
+  if (!race_check(ev, u, p, slot, false)) return false;
   mem_read(at, u->dtype, out);
-  if (errs && p->errs && !p->uncertain) memcpy(errs, p->errs + (size_t)p->index * lanes, lanes * sizeof *errs);
+  if (errs && err_at && !p->uncertain) memcpy(errs, err_at, lanes * sizeof *errs);
   return true;
 }
 
@@ -236,11 +342,14 @@ bool eval_store(Eval *ev, const UOp *u) {
     if (e) ev->store_errs = e;
   }
   if (!stores) return eval_fail_nomem(ev);
-  unsigned char *at = p->data + (size_t)p->index * elem_bytes(d);
-  if (!mark_written(ev, at)) return false;
-  double *err_at = ev->track && p->errs ? p->errs + (size_t)p->index * d.lanes : NULL;
+  unsigned char *at;
+  double *err_at;
+  size_t slot = 0;
+  if (!element_at(ev, p, d, &at, &err_at, &slot) || (!p->alloc && !mark_written(ev, u, p, at))) return false;
   const double *errs = ev->track ? errs_of(ev, u->src[1]) : NULL;
-  if (p->own) { /* an ALLOC's: at once */
+  if (p->alloc) { /* an ALLOC's: at once */
+    if (!race_check(ev, u, p, slot, true)) return false;
+    p->alloc->born[slot] = ev->life;
     mem_write(at, d, words_of(ev, u->src[1]));
     for (unsigned l = 0; err_at && l < d.lanes; l++) err_at[l] = p->uncertain ? INFINITY : errs[l];
     return true;

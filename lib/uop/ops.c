@@ -286,6 +286,18 @@ static const char *rule_stage(const UOp *u, DType *out, char *buf, size_t size) 
   return NULL;
 }
 
+/* BARRIER(effect...): the effects first, then a wait until every thread
+ * of the workgroup has reached this BARRIER (docs/semantics.md,
+ * "Workgroups"); outside a workgroup, just the effects. */
+static const char *rule_barrier(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  for (uint32_t i = 0; i < u->nsrc; i++)
+    if (!dt_is_void(u->src[i]->dtype))
+      return FAIL("BARRIER follows effects (void), not %s", dname(u->src[i]->dtype, a, sizeof a));
+  *out = dt_scalar(UJ_VOID);
+  return NULL;
+}
+
 /* ALLOC (id, count): count elements of a kernel's own memory, in register
  * (per thread) or local (per workgroup) space. */
 static const char *rule_alloc(const UOp *u, DType *out, char *buf, size_t size) {
@@ -361,6 +373,7 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_REDUCE]  = {"REDUCE",     1, -1,  ARG_REDUCE, 0,                    true,  movement_rule_reduce},
   [UJ_OP_STAGE]   = {"STAGE",      1, 2,   ARG_NONE,   OPF_TENSOR,           true,  rule_stage},
   [UJ_OP_ALLOC]   = {"ALLOC",      0, 0,   ARG_INTS,   0,                    false, rule_alloc},
+  [UJ_OP_BARRIER] = {"BARRIER",    0, -1,  ARG_NONE,   OPF_EFFECT,           true,  rule_barrier},
 };
 
 const char *const axis_kind_names[AXIS_COUNT] = {
