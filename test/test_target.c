@@ -5,7 +5,10 @@
  * accumulators); shaped for a GPU they get none of them: no ALLOC over the
  * workgroup's shared memory, no per-thread accumulators sized for a CPU
  * core, and the kernel emits PTX for sm_90 and GCN for gfx942. Shaped for
- * either, a small GEMM computes what it did, bit for bit. */
+ * either, a small GEMM computes what it did, bit for bit. Reductions over
+ * rows too few for a thread each become workgroups on a GPU (workgroup.c):
+ * the evaluator runs them within the bound (ADD) or bit for bit (MAX,
+ * ints), and they emit barriers. */
 #include <stdio.h>
 #include <string.h>
 
@@ -82,8 +85,8 @@ static void check_shaping(Ctx *ctx, const char *name, const char *text, const ch
   }
 }
 
-/* Shaped for each target, a small GEMM computes what it did: the GPU
- * list keeps the order too (nothing there regroups a sum yet). */
+/* Shaped for each target, a small GEMM computes what it did: its 24-step
+ * sums are under a warp, so the GPU list keeps their order too. */
 static void check_same_values(Ctx *ctx) {
   const UOp *k = uj_parse(ctx, matmul_text(16, 24, 40), "small gemm");
   const char *names[] = {"cpu-avx512", "cpu-sse", "sm_90", "gfx942"};
@@ -98,6 +101,101 @@ static void check_same_values(Ctx *ctx) {
   }
 }
 
+/* The evaluator on up (k shaped for a GPU) against the evaluator on k:
+ * within k's bounds when bounded (up regroups a float reduction), else
+ * bit for bit; frees b's memory. */
+static void check_eval_of(Ctx *ctx, const UOp *k, const UOp *up, JitBuffers *b, bool bounded, const char *what) {
+  unsigned char *got[JIT_MAX_SLOTS] = {0}, *want[JIT_MAX_SLOTS] = {0};
+  double *errs[JIT_MAX_SLOTS] = {0};
+  bool ok = true;
+  for (int pass = 0; pass < 2; pass++) {
+    Eval *ev = eval_new(ctx);
+    eval_track_bounds(ev, bounded && pass == 0);
+    for (int i = 0; i < b->n; i++) {
+      size_t bytes = b->count[i] * elem_bytes(b->dtype[i]);
+      unsigned char **m = pass ? got : want;
+      m[i] = malloc(bytes + 1), memcpy(m[i], b->init[i], bytes);
+      eval_bind_param(ev, i, m[i], bytes);
+      if (bounded && pass == 0) errs[i] = calloc(b->count[i] * b->dtype[i].lanes + 1, sizeof(double)), eval_bind_bounds(ev, i, errs[i]);
+    }
+    ok = ok && eval_run(ev, pass ? up : k);
+    CHECK(ok, "%s: the evaluator runs it: %s", what, uj_error(ctx));
+    eval_free(ev);
+  }
+  if (ok) jit_compare(b, got, want, 0, bounded ? errs : NULL, what);
+  for (int i = 0; i < b->n; i++) free(got[i]), free(want[i]), free(errs[i]), free(b->init[i]);
+}
+
+static size_t count_op(Ctx *ctx, const UOp *k, Op op, const char *range_kind_name) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, k, &nodes), count = 0;
+  for (size_t i = 0; i < n; i++)
+    count += nodes[i]->op == op && (!range_kind_name || strcmp(nodes[i]->name, range_kind_name) == 0);
+  free(nodes);
+  return count;
+}
+
+/* A reduction per output with too few outputs for a thread each, shaped
+ * for a GPU, is a workgroup per output with a tree in local memory: the
+ * evaluator runs it race-free, a float sum within the bound, a max and an
+ * int sum bit for bit; a kernel with many outputs keeps a thread each. */
+static void check_workgroups(Ctx *ctx) {
+  char text[1024];
+  const char *ops[] = {"ADD", "MAX", "ADD", "MULACC"};
+  const char *types[] = {"float32", "float32", "int32", "float32"};
+  for (int c = 0; c < 4; c++) {
+    /* rows x cols, cols not a multiple of 256: the last step's threads add the identity */
+    int rows = 48, cols = c == 3 ? 512 : 1000;
+    snprintf(text, sizeof text,
+             "%%r = (RANGE loop 0 (CONST:int32 %d))\n%%c = (RANGE reduce 1 (CONST:int32 %d))\n"
+             "%%x = (LOAD (INDEX (PARAM:%s* 1) (ADD (MUL %%r (CONST:int32 %d)) %%c)))\n"
+             "(SINK (END %%r (STORE (INDEX (PARAM:%s* 0) %%r) (ADD (REDUCE %s %s %%c) (CAST:%s %%r)))))",
+             rows, cols, types[c], cols, types[c], ops[c],
+             c == 3 ? "(MUL %x (LOAD (INDEX (PARAM:float32* 2) %c)))" : "%x", types[c]);
+    const UOp *k = uj_parse(ctx, text, "rows");
+    CHECK(k != NULL, "rows: %s", uj_error(ctx));
+    const char *gpus[] = {"sm_90", "gfx942"};
+    for (int g = 0; k && g < 2; g++) {
+      const TargetDesc *t = target_desc_find(gpus[g]);
+      const UOp *up = opt_kernel(ctx, k, &(OptTarget){.desc = t});
+      char what[96];
+      snprintf(what, sizeof what, "%s %s over rows of %d shaped for %s", types[c], ops[c], cols, gpus[g]);
+      CHECK(up && count_op(ctx, up, UJ_OP_RANGE, "local") == 1 && count_op(ctx, up, UJ_OP_BARRIER, NULL) == 1 &&
+                count_op(ctx, up, UJ_OP_RANGE, "global") == 1,
+            "%s: a workgroup per row, a BARRIER between tree levels", what);
+      DType d = types[c][0] == 'i' ? dt_scalar(UJ_INT32) : dt_scalar(UJ_FLOAT32);
+      JitBuffers b = {c == 3 ? 3 : 2, {d, d, d}, {(size_t)rows, (size_t)rows * (size_t)cols, (size_t)cols},
+                      {fill(d, (size_t)rows, 0), fill_rounding(d, (size_t)rows * (size_t)cols, 5), fill_rounding(d, (size_t)cols, 6)}};
+      if (c == 2) free(b.init[1]), b.init[1] = fill(d, (size_t)rows * (size_t)cols, 5);
+      if (c != 3) free(b.init[2]);
+      if (up) check_eval_of(ctx, k, up, &b, c == 0 || c == 3, what);
+      else for (int i = 0; i < b.n; i++) free(b.init[i]);
+      size_t len = 0;
+      char *code = up ? uj_emit(ctx, up, g ? UJ_EMIT_AMDGCN : UJ_EMIT_PTX, gpus[g], &len) : NULL;
+      CHECK(code && strstr(code, g ? "s_barrier" : "bar.sync"), "%s emits a barrier: %s", what, code ? "" : uj_error(ctx));
+      free(code);
+    }
+  }
+  /* the same kernel over many rows: a thread per row, no workgroup */
+  const UOp *many = uj_parse(ctx, "%r = (RANGE loop 0 (CONST:int32 1048576))\n%c = (RANGE reduce 1 (CONST:int32 64))\n"
+                                  "(SINK (END %r (STORE (INDEX (PARAM:float32* 0) %r) (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1)"
+                                  " (ADD (MUL %r (CONST:int32 64)) %c))) %c))))", "many rows");
+  const UOp *up = many ? opt_kernel(ctx, many, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
+  CHECK(up && count_op(ctx, up, UJ_OP_BARRIER, NULL) == 0, "a million rows: a thread each");
+  /* a whole sum to one value: one workgroup */
+  const UOp *all = uj_parse(ctx, "%c = (RANGE reduce 0 (CONST:int32 5000))\n"
+                                 "(SINK (STORE (PARAM:float32* 0) (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1) %c)) %c)))", "all");
+  up = all ? opt_kernel(ctx, all, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
+  CHECK(up && count_op(ctx, up, UJ_OP_RANGE, "local") == 1, "a whole sum: one workgroup");
+  DType f = dt_scalar(UJ_FLOAT32);
+  JitBuffers b = {2, {f, f}, {1, 5000}, {fill(f, 1, 0), fill_rounding(f, 5000, 9)}};
+  if (up) check_eval_of(ctx, all, up, &b, true, "a whole sum shaped for sm_90");
+  else free(b.init[0]), free(b.init[1]);
+  /* the CPU never gets one */
+  up = all ? opt_kernel(ctx, all, &(OptTarget){.desc = target_desc_cpu(64)}) : NULL;
+  CHECK(up && count_op(ctx, up, UJ_OP_RANGE, "local") == 0, "the CPU: no workgroup");
+}
+
 int main(void) {
   Ctx *ctx = uj_ctx_new();
   check_rows();
@@ -109,6 +207,7 @@ int main(void) {
                 " (REDUCE MULACC (MUL (LOAD (INDEX (PARAM:float32* 1) %k)) %b) %k))))",
                 "reg");
   check_same_values(ctx);
+  check_workgroups(ctx);
   uj_ctx_free(ctx);
   return check_report("test_target");
 }

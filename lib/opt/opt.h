@@ -9,6 +9,8 @@
  *               memory: each row read as one stream
  *   reorder.c   an output loop that blocks into two vector registers
  *               moved innermost (a convolution's output channels)
+ *   workgroup.c GPUs: a reduction per output, too few outputs for a
+ *               thread each, as a workgroup with a tree in local memory
  *   upcast.c    the innermost output loop of a reducing kernel is split
  *               into U lanes, its REDUCEs into one vector REDUCE each
  *               (register blocking: a GEMM computes U outputs per pass)
@@ -90,6 +92,10 @@ const UOp *opt_shadow(Ctx *ctx, const UOp *kernel);
 const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config);
 const UOp *opt_hoist(Ctx *ctx, const UOp *kernel);
 const UOp *opt_unroll(Ctx *ctx, const UOp *kernel, const OptConfig *config);
+/* A GPU kernel's one reduction per output as a workgroup with a tree in
+ * local memory, when its outputs are too few for a thread each
+ * (workgroup.c, docs/opt.md "GPU kernels"); other kernels unchanged. */
+const UOp *opt_workgroup(Ctx *ctx, const UOp *kernel, const TargetDesc *t);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
  * than this stays in one thread (a launch on the pool costs microseconds). */
