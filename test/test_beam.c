@@ -157,7 +157,7 @@ static void test_cache_lines(const char *file) {
   const UOp *raw = raw_matmul(s, &buffers, &nbuffers);
   free(buffers);
   OptSearch *search = s->target.opt.search;
-  OptTarget t = {.desc = target_desc_cpu(s->device->vector_bytes), .search = search};
+  OptTarget t = {.desc = s->device->desc, .search = search};
   OptConfig c = {0};
   if (raw && search) search->choose(search, s->ctx, raw, &t, &c);
   CHECK(beam_stats(search).searched == 1 && beam_stats(search).stored == 1, "the 16 x 24 x 64 matmul searched and stored");

@@ -120,8 +120,8 @@ static void test_gemm_ir(Ctx *ctx) {
   const UOp *k = uj_parse(ctx, text, "gemm1024");
   const char *why = NULL;
   Device *cpu = device_open(ctx, "CPU", &why);
-  CHECK(cpu && cpu->vector_bytes >= 16, "the CPU device: %s", why ? why : "no vector width");
-  unsigned vector_bytes = cpu ? cpu->vector_bytes : 16, lanes = vector_bytes / 4;
+  CHECK(cpu && cpu->desc->vector_bytes >= 16, "the CPU device: %s", why ? why : "no vector width");
+  unsigned vector_bytes = cpu ? cpu->desc->vector_bytes : 16, lanes = vector_bytes / 4;
   device_close(cpu);
   const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.desc = target_desc_cpu(vector_bytes)}) : NULL;
   char *ir = up ? uj_emit(ctx, up, UJ_EMIT_IR_OPT, NULL, NULL) : NULL;

@@ -13,7 +13,7 @@ enum { ROWS = 3, COLS = 1024, THREADS = 256 };
 
 /* The row-sum kernel; `skip`: the BARRIER left out (-1: none; 0 after
  * the partial sums, 1 + s after tree step s). */
-static const char *row_sum_text(int skip) {
+static inline const char *row_sum_text(int skip) {
   static char buf[8192];
   size_t n = (size_t)snprintf(buf, sizeof buf,
                               "%%s = (ALLOC:float32*local 0 %d)\n"
@@ -44,7 +44,7 @@ enum { M = 16, N = 16, K = 32, TILE = 8 };
  * group copies an 8 x 8 tile of A and of B to local memory, waits, and
  * each thread adds its row by column to an accumulator in `reg` memory;
  * `second`: the BARRIER before the next tile's copy. */
-static const char *gemm_text(bool second) {
+static inline const char *gemm_text(bool second) {
   static char buf[4096];
   snprintf(buf, sizeof buf,
            "%%as = (ALLOC:float32*local 0 64)\n%%bs = (ALLOC:float32*local 1 64)\n%%acc = (ALLOC:float32*reg 2 1)\n"

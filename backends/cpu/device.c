@@ -2,12 +2,13 @@
  * heap, 64-byte aligned (buffers of 4 MiB and more: 2 MiB aligned, in
  * transparent huge pages); kernels through the ORC JIT (uj_compile/uj_run);
  * launches run to completion, so synchronising does nothing. */
-#define _DEFAULT_SOURCE /* sysconf, madvise */
+#define _DEFAULT_SOURCE /* madvise */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
+#include "cpu/pool.h"
 #include "llvm/target.h"
 #include "runtime/device.h"
 
@@ -40,24 +41,35 @@ static bool cpu_copy(Device *d, void *dst, const void *src, size_t bytes) {
   return true;
 }
 
-static unsigned cpu_vector_bytes(Device *d) {
+/* The host's row: its vector width as the JIT's target reports it. */
+static const TargetDesc *cpu_target(Device *d) {
   Target t;
-  return target_init(d->ctx, TARGET_CPU, NULL, &t) ? t.vector_bytes : 16;
+  return target_desc_cpu(target_init(d->ctx, TARGET_CPU, NULL, &t) ? t.vector_bytes : 16);
+}
+
+static void cpu_describe(Device *d, char *buf, size_t size) {
+  Target t;
+  if (target_init(d->ctx, TARGET_CPU, NULL, &t)) snprintf(buf, size, "%s %s", t.cpu, t.features);
+  else snprintf(buf, size, "%s", "");
+}
+
+static unsigned cpu_threads(Device *d) {
+  (void)d;
+  return pool_default_threads();
 }
 
 static size_t cpu_memory_bytes(Device *d) {
   (void)d;
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+  return device_host_memory_bytes();
 }
 
 static void *cpu_compile(Device *d, const UOp *kernel, const char *name) {
   return uj_compile(d->ctx, kernel, name);
 }
 
-static bool cpu_launch(Device *d, void *program, void *const *buffers, size_t n) {
+static bool cpu_launch(Device *d, void *program, const LaunchArgs *a) {
   (void)d;
-  return uj_run(program, buffers, n, NULL, 0) == UJ_OK;
+  return uj_run(program, a->buffers, a->n, a->vars, a->nvars) == UJ_OK;
 }
 
 static void cpu_program_free(Device *d, void *program) {
@@ -75,7 +87,9 @@ const DeviceOps cpu_device_ops = {
   .free = cpu_free,
   .copy_in = cpu_copy,
   .copy_out = cpu_copy,
-  .vector_bytes = cpu_vector_bytes,
+  .target = cpu_target,
+  .describe = cpu_describe,
+  .threads = cpu_threads,
   .memory_bytes = cpu_memory_bytes,
   .compile = cpu_compile,
   .launch = cpu_launch,

@@ -19,6 +19,7 @@ struct uj_program {
   Ctx *ctx;
   const UOp *kernel;
   uint64_t key; /* hash of (kernel, target, options) */
+  size_t at;    /* its place in CpuJit.programs */
   uint32_t refs;
   char name[64], symbol[96];
   KernelEntry entry;
@@ -32,8 +33,10 @@ typedef struct CpuJit {
   LLVMOrcJITDylibRef dylib;
   Target target;
   LLVMTargetMachineRef tm; /* for the pass pipeline; the JIT has its own */
-  uj_program **programs;   /* the cache */
+  uj_program **programs;   /* the cache, in no order */
   size_t nprograms, cap;
+  uj_program **slots;      /* the cache hashed by key: NULL empty, TOMBSTONE removed */
+  size_t nslots, nused;    /* nused: programs and tombstones in slots */
   uint64_t next_symbol;
   Pool *pool; /* made at the first parallel run */
 } CpuJit;
@@ -60,6 +63,7 @@ static void jit_free(void *state) {
   pool_free(j->pool);
   for (size_t i = 0; i < j->nprograms; i++) program_release(j->programs[i]);
   free(j->programs);
+  free(j->slots);
   if (j->jit) {
     LLVMErrorRef err = LLVMOrcDisposeLLJIT(j->jit);
     if (err) LLVMConsumeError(err);
@@ -113,10 +117,23 @@ static uint64_t program_key(const CpuJit *j, const UOp *kernel) {
   return hash_str(h, j->target.features); /* options: none yet */
 }
 
+/* The slots are an open-addressed table: a lookup or an insert is O(1),
+ * however many programs a long session keeps. */
+static uj_program tombstone;
+#define TOMBSTONE (&tombstone)
+
 static uj_program *cache_find(CpuJit *j, const UOp *kernel, uint64_t key) {
-  for (size_t i = 0; i < j->nprograms; i++)
-    if (j->programs[i]->key == key && j->programs[i]->kernel == kernel) return j->programs[i];
+  size_t mask = j->nslots - 1;
+  for (size_t i = j->nslots ? key & mask : 0; j->nslots && j->slots[i]; i = (i + 1) & mask)
+    if (j->slots[i] != TOMBSTONE && j->slots[i]->key == key && j->slots[i]->kernel == kernel) return j->slots[i];
   return NULL;
+}
+
+static void slot_put(CpuJit *j, uj_program *p) {
+  size_t mask = j->nslots - 1, i = p->key & mask;
+  while (j->slots[i] && j->slots[i] != TOMBSTONE) i = (i + 1) & mask;
+  if (!j->slots[i]) j->nused++;
+  j->slots[i] = p;
 }
 
 static bool cache_add(CpuJit *j, uj_program *p) {
@@ -126,13 +143,30 @@ static bool cache_add(CpuJit *j, uj_program *p) {
     if (!ps) return false;
     j->programs = ps, j->cap = cap;
   }
+  if (2 * (j->nused + 1) > j->nslots) { /* rehash at half full, tombstones dropped */
+    size_t n = j->nslots ? j->nslots : 32;
+    while (2 * (j->nprograms + 1) > n / 2) n *= 2;
+    uj_program **slots = calloc(n, sizeof *slots);
+    if (!slots) return false;
+    free(j->slots);
+    j->slots = slots, j->nslots = n, j->nused = 0;
+    for (size_t i = 0; i < j->nprograms; i++) slot_put(j, j->programs[i]);
+  }
+  p->at = j->nprograms;
   j->programs[j->nprograms++] = p;
+  slot_put(j, p);
   return true;
 }
 
-static void cache_remove(CpuJit *j, const uj_program *p) {
-  for (size_t i = 0; i < j->nprograms; i++)
-    if (j->programs[i] == p) j->programs[i] = j->programs[--j->nprograms];
+static void cache_remove(CpuJit *j, uj_program *p) {
+  size_t mask = j->nslots - 1;
+  for (size_t i = p->key & mask; j->slots[i]; i = (i + 1) & mask)
+    if (j->slots[i] == p) {
+      j->slots[i] = TOMBSTONE;
+      break;
+    }
+  uj_program *last = j->programs[--j->nprograms];
+  j->programs[p->at] = last, last->at = p->at;
 }
 
 /* ---- compiling ---- */

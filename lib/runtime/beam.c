@@ -1,7 +1,7 @@
 /* beam.c — UJ_BEAM=n (beam.h, docs/search.md): a kernel's OptConfig by
  * timing candidates on the device, the winner kept on disk.
  *
- *   key = hash(kernel text, vector bytes, threads)   machine = hash(device, CPU, features)
+ *   key = hash(kernel text, target name, threads)   machine = hash(device, its description)
  *     found in the cache (file lines of this machine) -> its config
  *     else: scratch buffers of the PARAMs' sizes, filled with ones;
  *       the heuristics' config timed first, then rounds: the neighbours
@@ -27,9 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cpu/pool.h"
 #include "llvm/pipeline.h"
-#include "llvm/target.h"
 #include "runtime/beam.h"
 #include "uop/alu.h"
 #include "uop/text.h"
@@ -53,7 +51,7 @@ typedef struct Beam {
   OptSearch hook; /* first: the OptSearch handed out is the Beam */
   Device *device;
   unsigned width;   /* n: candidates kept each round */
-  uint64_t machine; /* the device, host CPU and its features */
+  uint64_t machine; /* the device and its description (model, features) */
   char path[4096];  /* the cache file, "" when none */
   BeamEntry *entries; /* this machine's, in file order (later wins) */
   size_t nentries, cap;
@@ -81,21 +79,20 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) { /* FNV-1a */
 
 static uint64_t hash_str(uint64_t h, const char *s) { return hash_bytes(h, s, strlen(s) + 1); }
 
+/* The device and the machine it describes (model, features). */
 static uint64_t machine_key(Device *d) {
-  uint64_t h = hash_str(FNV_OFFSET, d->name);
-  Target t;
-  if (strcmp(d->name, "CPU") == 0 && target_init(d->ctx, TARGET_CPU, NULL, &t))
-    h = hash_str(hash_str(h, t.cpu), t.features);
-  return h;
+  char machine[1024] = "";
+  if (d->ops->describe) d->ops->describe(d, machine, sizeof machine);
+  return hash_str(hash_str(FNV_OFFSET, d->name), machine);
 }
 
-/* The kernel's text, the register width it is shaped for and, on the CPU,
- * the threads its pool runs (the best split depends on them). */
-static bool kernel_key(Ctx *ctx, Device *d, const UOp *kernel, unsigned vector_bytes, uint64_t *key) {
+/* The kernel's text, the target it is shaped for and the threads a launch
+ * runs on (the best split depends on them). */
+static bool kernel_key(Ctx *ctx, Device *d, const UOp *kernel, const TargetDesc *t, uint64_t *key) {
   char *text = text_print(ctx, kernel);
   if (!text) return false;
-  unsigned threads = strcmp(d->name, "CPU") == 0 ? pool_default_threads() : 0;
-  *key = hash_bytes(hash_str(FNV_OFFSET, text), &vector_bytes, sizeof vector_bytes);
+  unsigned threads = d->ops->threads ? d->ops->threads(d) : 0;
+  *key = hash_str(hash_str(FNV_OFFSET, text), t->name);
   *key = hash_bytes(*key, &threads, sizeof threads);
   free(text);
   return true;
@@ -236,6 +233,7 @@ bool beam_params(Ctx *ctx, const UOp *kernel, BeamParams *p) {
 typedef struct Scratch {
   RtBuffer *buf[BEAM_MAX_SLOTS];
   void *args[BEAM_MAX_SLOTS];
+  size_t bytes[BEAM_MAX_SLOTS];
   size_t n;
 } Scratch;
 
@@ -272,7 +270,7 @@ static bool scratch_make(Device *d, const BeamParams *p, Scratch *s) {
     size_t bytes = p->bytes[s->n] ? p->bytes[s->n] : 64; /* an unused slot still gets memory */
     s->buf[s->n] = rt_buffer_new(d, bytes);
     if (!s->buf[s->n]) break;
-    s->args[s->n] = s->buf[s->n]->mem;
+    s->args[s->n] = s->buf[s->n]->mem, s->bytes[s->n] = bytes;
     if (p->bytes[s->n]) ok = scratch_fill(d, s->buf[s->n], p->dtype[s->n]);
   }
   if (s->n == p->n && ok) return true;
@@ -290,7 +288,7 @@ static double now_seconds(void) {
 
 static bool launch(Device *d, void *program, const Scratch *s, double *seconds) {
   double t0 = now_seconds();
-  bool ok = d->ops->launch(d, program, s->args, s->n) && d->ops->synchronize(d);
+  bool ok = d->ops->launch(d, program, &(LaunchArgs){s->args, s->bytes, s->n, NULL, 0}) && d->ops->synchronize(d);
   *seconds = now_seconds() - t0;
   return ok;
 }
@@ -550,7 +548,7 @@ static void beam_choose(OptSearch *hook, Ctx *ctx, const UOp *kernel, const OptT
   b->stats.kernels++;
   uint64_t key;
   const BeamEntry *e = NULL;
-  if (!kernel_key(ctx, b->device, kernel, t->desc->vector_bytes, &key)) {
+  if (!kernel_key(ctx, b->device, kernel, t->desc, &key)) {
     beam_note("out of memory: the heuristics");
   } else if ((e = cache_find(b, key)) != NULL) {
     *config = e->config, b->stats.hits++;

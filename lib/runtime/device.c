@@ -1,8 +1,10 @@
 /* device.c — opening devices, the per-device program cache, buffers and
  * the pool of their freed memory (device.h). Which backends exist is the
  * table below. */
+#define _DEFAULT_SOURCE /* sysconf */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/device.h"
 
@@ -25,13 +27,13 @@ enum { POOL_MAX_BYTES = 1 << 30 };
 typedef struct Backend {
   const char *name;
   const DeviceOps *ops; /* NULL: known, but not in this build */
-  unsigned index_bits;  /* 64 on the CPU (free, and adjacent lanes stay visible); 32 on GPUs (registers) */
 } Backend;
 
 static const Backend backends[] = {
-  {"CPU", &cpu_device_ops, 64},
-  {"CUDA", NULL, 32},
-  {"AMD", NULL, 32},
+  {"CPU", &cpu_device_ops},
+  {"EVAL", &eval_device_ops},
+  {"CUDA", NULL},
+  {"AMD", NULL},
 };
 
 Device *device_open(Ctx *ctx, const char *name, const char **error) {
@@ -41,35 +43,44 @@ Device *device_open(Ctx *ctx, const char *name, const char **error) {
     if (!backends[i].ops) return *error = "device is not supported by this build yet (CPU is)", NULL;
     Device *d = calloc(1, sizeof *d);
     if (!d) return *error = "out of memory", NULL;
-    d->name = backends[i].name, d->ops = backends[i].ops, d->index_bits = backends[i].index_bits, d->ctx = ctx;
-    d->vector_bytes = d->ops->vector_bytes ? d->ops->vector_bytes(d) : 16;
+    d->name = backends[i].name, d->ops = backends[i].ops, d->ctx = ctx, d->compiled = nodemap_make(ctx);
+    d->desc = d->ops->target(d);
     size_t memory = d->ops->memory_bytes ? d->ops->memory_bytes(d) : 0;
     d->pool.limit = memory && memory / 8 < POOL_MAX_BYTES ? memory / 8 : POOL_MAX_BYTES;
     return d;
   }
-  return *error = "unknown device (known: CPU, CUDA, AMD)", NULL;
+  return *error = "unknown device (known: CPU, EVAL, CUDA, AMD)", NULL;
+}
+
+size_t device_host_memory_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
 }
 
 void device_close(Device *d) {
   if (!d) return;
   device_pool_drain(d);
-  for (size_t i = 0; i < d->ncache; i++) d->ops->program_free(d, d->cache[i].program);
+  for (size_t i = 0; i < d->ncache; i++)
+    if (d->cache[i].program) d->ops->program_free(d, d->cache[i].program);
   free(d->cache);
+  nodemap_free(&d->compiled);
   free(d);
 }
 
 void *device_program(Device *d, const UOp *kernel, const char *name) {
-  for (size_t i = 0; i < d->ncache; i++)
-    if (d->cache[i].kernel == kernel) return d->cache[i].program;
-  if (d->ncache == d->cap_cache) {
+  uint32_t k = nodemap_find(&d->compiled, kernel);
+  if (k != NODEMAP_NONE && d->cache[k].program) return d->cache[k].program;
+  if (k == NODEMAP_NONE && d->ncache == d->cap_cache) {
     size_t cap = d->cap_cache ? 2 * d->cap_cache : 16;
     CachedProgram *c = realloc(d->cache, cap * sizeof *c);
     if (!c) return ctx_set_error(d->ctx, "%s: out of memory", d->name), NULL;
     d->cache = c, d->cap_cache = cap;
   }
-  void *p = d->ops->compile(d, kernel, name);
-  if (p) d->cache[d->ncache++] = (CachedProgram){kernel, p};
-  return p;
+  if (k == NODEMAP_NONE) { /* numbers are given in order: k is the next slot */
+    if ((k = nodemap_add(&d->compiled, kernel)) == NODEMAP_NONE) return ctx_set_error(d->ctx, "%s: out of memory", d->name), NULL;
+    d->cache[d->ncache++] = (CachedProgram){kernel, NULL};
+  }
+  return d->cache[k].program = d->ops->compile(d, kernel, name);
 }
 
 /* ---- the pool ---- */

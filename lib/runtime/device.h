@@ -1,7 +1,8 @@
 /* device.h — a device as a small vtable, and the buffers that live on it.
  *
- * In: a device name ("CPU"; the CUDA and HSA devices come later and are
- * reported absent until then). Out: a Device that allocates memory, copies
+ * In: a device name ("CPU"; "EVAL", the reference evaluator shaped for
+ * sm_90, workgroups and race checks included: runtime/eval_device.c; the
+ * CUDA and HSA devices come later and are reported absent until then). Out: a Device that allocates memory, copies
  * it in and out, compiles kernels (cached per device by kernel node, so a
  * schedule run again compiles nothing) and launches them; RtBuffers,
  * counted references to device memory, whose memory goes back to the
@@ -10,22 +11,41 @@
 #ifndef UJ_DEVICE_H
 #define UJ_DEVICE_H
 
+#include "opt/target.h"
+#include "uop/nodemap.h"
 #include "uop/uop.h"
 
 typedef struct Device Device;
+
+/* What a launch runs a program on: its buffers by PARAM slot, each's
+ * size, and the values of its variables, sorted by name (as uj_run). */
+typedef struct LaunchArgs {
+  void *const *buffers;
+  const size_t *bytes;
+  size_t n;
+  const int64_t *vars;
+  size_t nvars;
+} LaunchArgs;
 
 typedef struct DeviceOps {
   void *(*alloc)(Device *d, size_t bytes);
   void (*free)(Device *d, void *mem);
   bool (*copy_in)(Device *d, void *dst, const void *host, size_t bytes);
   bool (*copy_out)(Device *d, void *host, const void *src, size_t bytes);
-  /* The widest vector register of the device's cores in bytes (opt.h). */
-  unsigned (*vector_bytes)(Device *d);
+  /* What its kernels are shaped for (opt/target.h: vector width, index
+   * width, caches, limits): the scheduler and the optimizer read it. */
+  const TargetDesc *(*target)(Device *d);
+  /* The machine in words, for caches of measurements (BEAM): its model
+   * and features; "" when the target's name says it all. */
+  void (*describe)(Device *d, char *buf, size_t size);
+  /* The threads a launch runs on (the best split of a kernel depends on
+   * them); 0 when the hardware schedules its own. */
+  unsigned (*threads)(Device *d);
   /* The device's memory in bytes (its pool keeps an eighth at most). */
   size_t (*memory_bytes)(Device *d);
   /* A program for kernel (a SINK over PARAM slots), or NULL. */
   void *(*compile)(Device *d, const UOp *kernel, const char *name);
-  bool (*launch)(Device *d, void *program, void *const *buffers, size_t n);
+  bool (*launch)(Device *d, void *program, const LaunchArgs *args);
   void (*program_free)(Device *d, void *program);
   bool (*synchronize)(Device *d);
 } DeviceOps;
@@ -57,12 +77,12 @@ typedef struct BufferPool {
 
 struct Device {
   const char *name;
-  unsigned index_bits;   /* the narrowest index its kernels use (ScheduleTarget) */
-  unsigned vector_bytes; /* its widest vector register (ScheduleTarget) */
+  const TargetDesc *desc; /* ops->target: what its kernels are shaped for (ScheduleTarget) */
   const DeviceOps *ops;
   Ctx *ctx;              /* kernels and error messages */
-  CachedProgram *cache;  /* compiled kernels, by kernel node */
+  CachedProgram *cache;  /* compiled kernels, by their kernel's number in `compiled` */
   size_t ncache, cap_cache;
+  NodeMap compiled;      /* the kernels asked for (a kernel's program may be NULL: its compile failed) */
   BufferPool pool;       /* freed memory, for reuse (rt_buffer_new) */
 };
 
@@ -86,10 +106,14 @@ RtBuffer *rt_buffer_new(Device *d, size_t bytes);
 RtBuffer *rt_buffer_ref(RtBuffer *b);
 /* The last reference gives the memory to its device's pool. */
 void rt_buffer_unref(RtBuffer *b);
+/* The host's physical memory in bytes (0: unknown), for devices whose
+ * memory is the host's. */
+size_t device_host_memory_bytes(void);
 /* Frees the memory d's pool holds (device_close does). */
 void device_pool_drain(Device *d);
 
-/* The CPU device (backends/cpu/device.c). */
-extern const DeviceOps cpu_device_ops;
+/* The CPU device (backends/cpu/device.c); the evaluator as a device
+ * (eval_device.c). */
+extern const DeviceOps cpu_device_ops, eval_device_ops;
 
 #endif

@@ -64,20 +64,24 @@ static RtBuffer *output_memory(Device *d, const Schedule *s, const BufferTable *
 static bool run_item(Device *d, const Schedule *s, BufferTable *t, RtBuffer **slabs, size_t j) {
   const ScheduleItem *it = &s->items[j];
   enum { SMALL = 16 };
-  void *small[SMALL], **args = it->ninputs + 1 <= SMALL ? small : malloc((it->ninputs + 1) * sizeof *args);
-  RtBuffer *out = args ? output_memory(d, s, t, slabs, j) : NULL;
+  size_t n = it->ninputs + 1;
+  void *small[SMALL], **args = n <= SMALL ? small : malloc(n * sizeof *args);
+  size_t small_bytes[SMALL], *bytes = n <= SMALL ? small_bytes : malloc(n * sizeof *bytes);
+  RtBuffer *out = args && bytes ? output_memory(d, s, t, slabs, j) : NULL;
   bool ok = out && buffer_table_set(t, it->output->ints[0], out);
   rt_buffer_unref(out);
-  if (ok) args[0] = out->mem;
+  if (ok) args[0] = out->mem, bytes[0] = buffer_bytes(it->output); /* the BUFFER's: a slab may be bigger */
   for (size_t k = 0; ok && k < it->ninputs; k++) {
     RtBuffer *in = buffer_table_get(t, it->inputs[k]->ints[0]);
     if (!in) ctx_set_error(d->ctx, "run: kernel %s reads buffer %lld, which holds nothing", it->name, (long long)it->inputs[k]->ints[0]);
     ok = in != NULL;
-    if (ok) args[k + 1] = in->mem;
+    if (ok) args[k + 1] = in->mem, bytes[k + 1] = buffer_bytes(it->inputs[k]);
   }
   void *program = ok ? device_program(d, it->kernel, it->name) : NULL;
-  ok = program && d->ops->launch(d, program, args, it->ninputs + 1);
+  ok = program && d->ops->launch(d, program, &(LaunchArgs){args, bytes, n, NULL, 0});
   if (args != small) free(args);
+  if (bytes != small_bytes) free(bytes);
+  if (!bytes) ctx_set_error(d->ctx, "run: out of memory");
   if (!args) ctx_set_error(d->ctx, "run: out of memory");
   return ok;
 }

@@ -19,7 +19,7 @@ uj_session *uj_session_new(const char *device, const char **error) {
   if (!s->ctx) return free(s), *error = "out of memory", NULL;
   s->device = device_open(s->ctx, device, error);
   if (!s->device) return uj_ctx_free(s->ctx), free(s), NULL;
-  s->target = (ScheduleTarget){s->device->name, s->device->index_bits, {.desc = target_desc_cpu(s->device->vector_bytes)}};
+  s->target = (ScheduleTarget){s->device->name, s->device->desc->index_bits, {.desc = s->device->desc}};
   s->target.opt.search = beam_new(s->device); /* UJ_BEAM: NULL when unset */
   s->max_elements = SHAPE_MAX_ELEMENTS;
   s->schedules = schedule_cache_new();

@@ -180,7 +180,7 @@ void lang_free(Lang *L);
 bool lang_run(Lang *L, const char *text, const char *where);
 
 /* Evaluates an expression into an owned value. */
-bool eval_expr(Lang *L, const Node *n, Value *out);
+bool lang_eval_expr(Lang *L, const Node *n, Value *out);
 /* Records the session's error at node n (falling back to what). */
 bool eval_lib_error(Lang *L, const Node *n, const char *what);
 

@@ -39,7 +39,7 @@ bool call_eval_args(Lang *L, const Node *n, const char *name, Call *c) {
   if (!c->pos || !c->kw || !c->keys) return call_error(c, "out of memory");
   for (size_t k = 0; k < n->n; k++) {
     Value *v = n->keys[k] ? &c->kw[c->nkw] : &c->pos[c->npos];
-    if (!eval_expr(L, n->items[k], v)) return false;
+    if (!lang_eval_expr(L, n->items[k], v)) return false;
     if (n->keys[k]) c->keys[c->nkw++] = n->keys[k];
     else c->npos++;
   }

@@ -198,7 +198,7 @@ static bool eval_items(Lang *L, const Node *n, Value *out) {
   *out = (Value){.kind = n->kind == N_LIST ? V_LIST : V_TUPLE};
   if (n->n && !(out->items = calloc(n->n, sizeof *out->items))) return number_error(L, n, "out of memory");
   for (; out->n < n->n; out->n++)
-    if (!eval_expr(L, n->items[out->n], &out->items[out->n])) return value_free(out), false;
+    if (!lang_eval_expr(L, n->items[out->n], &out->items[out->n])) return value_free(out), false;
   return true;
 }
 
@@ -221,7 +221,7 @@ static bool eval_is_compound(const Node *n) {
 static bool eval_apply(Lang *L, const Node *n, const Value *a, Value *out) {
   Value b = {.kind = V_NONE};
   bool ok;
-  if (n->kind == N_BINARY) ok = eval_expr(L, n->b, &b) && eval_binary(L, n, n->op, a, &b, out);
+  if (n->kind == N_BINARY) ok = lang_eval_expr(L, n->b, &b) && eval_binary(L, n, n->op, a, &b, out);
   else if (n->kind == N_UNARY) ok = eval_unary(L, n, a, out);
   else if (n->kind == N_METHOD) ok = method_call(L, n, a, out);
   else ok = method_attr(L, n, a, out);
@@ -242,7 +242,7 @@ static bool eval_compound(Lang *L, const Node *n, Value *out) {
   len = 0;
   for (const Node *m = n; eval_is_compound(m); m = m->a) chain[len++] = m;
   Value acc;
-  bool ok = eval_expr(L, chain[len - 1]->a, &acc);
+  bool ok = lang_eval_expr(L, chain[len - 1]->a, &acc);
   for (size_t k = len; ok && k-- > 0;) {
     Value next = {.kind = V_NONE};
     ok = eval_apply(L, chain[k], &acc, &next);
@@ -255,7 +255,7 @@ static bool eval_compound(Lang *L, const Node *n, Value *out) {
   return ok;
 }
 
-bool eval_expr(Lang *L, const Node *n, Value *out) {
+bool lang_eval_expr(Lang *L, const Node *n, Value *out) {
   *out = (Value){.kind = V_NONE};
   switch (n->kind) {
   case N_INT: return *out = (Value){.kind = V_INT, .i = n->i}, true;
@@ -296,7 +296,7 @@ static bool command_tensor(Lang *L, const Node *n, Value *v) {
     lang_error(&L->err, n->line, n->col, ":%s needs a tensor expression after it", n->name);
     return false;
   }
-  if (!eval_expr(L, n->a, v)) return false;
+  if (!lang_eval_expr(L, n->a, v)) return false;
   if (v->kind == V_TENSOR) return true;
   lang_error(&L->err, n->a->line, n->a->col, ":%s needs a tensor, not %s", n->name, value_a_kind(v));
   value_free(v);
@@ -352,11 +352,11 @@ static bool command_run(Lang *L, const Node *n) {
 static bool eval_statement(Lang *L, const Node *s) {
   Value v;
   switch (s->kind) {
-  case N_ASSIGN: return eval_expr(L, s->a, &v) && var_set(L, s, s->name, &v);
+  case N_ASSIGN: return lang_eval_expr(L, s->a, &v) && var_set(L, s, s->name, &v);
   case N_COMMAND: return command_run(L, s);
   default: break;
   }
-  if (!eval_expr(L, s->a, &v)) return false;
+  if (!lang_eval_expr(L, s->a, &v)) return false;
   bool ok = print_value(L, s->a, &v);
   value_free(&v);
   return ok;
