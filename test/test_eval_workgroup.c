@@ -182,6 +182,11 @@ static void test_rules(Ctx *ctx) {
   expect_run(ctx, "ordered stores", ordered, NULL, 0, out, sizeof out, NULL, 0, NULL, 0);
   CHECK(out[0] == 9, "ordered stores: %d", out[0]);
 
+  /* A value is computed again after a BARRIER: one LOAD node, two values. */
+  memset(out, 0, sizeof out);
+  expect_run(ctx, "reload", reload_text(), NULL, 0, out, sizeof out, NULL, 0, NULL, 0);
+  for (int l = 0; l < 8; l++) CHECK(out[l] == (l < 4 ? 1 : 2), "reload: out[%d] = %d", l, out[l]);
+
   /* A workgroup of no threads runs nothing. */
   const char *empty = "%l = (RANGE local 0 (CONST:int32 0))\n"
                       "(SINK (END %l (BARRIER) (STORE (INDEX (PARAM:int32* 0) (CONST:int32 0)) %l)))";

@@ -240,6 +240,14 @@ static void test_workgroups(Ctx *ctx, GpuRun *g) {
   char *ptx = ks[1] ? uj_emit(ctx, ks[1], UJ_EMIT_PTX, "sm_90", NULL) : NULL;
   CHECK(ptx && strstr(ptx, "%tid.y") && strstr(ptx, "%ctaid.y"), "gemm: 2D blocks:\n%s", ptx ? ptx : uj_error(ctx));
   free(ptx);
+  /* A LOAD of local memory is emitted again after a BARRIER (the same node
+   * read before it would be stale): two loads of alloc_0's element 0. */
+  const UOp *reload = uj_parse(ctx, reload_text(), "reload");
+  char *rir = reload ? uj_emit(ctx, reload, UJ_EMIT_IR, "sm_90", NULL) : NULL;
+  size_t loads = 0;
+  for (const char *at = rir; at && (at = strstr(at, "load i32, ptr addrspace(3)")); at++) loads++;
+  CHECK(loads == 2, "reload: %zu loads of local memory, want 2:\n%s", loads, rir ? rir : uj_error(ctx));
+  free(rir);
   /* Outside a workgroup a BARRIER is nothing; a `local` bound must be a
    * constant, and a block has three dimensions. */
   const UOp *outside = uj_parse(ctx, "%i = (RANGE global 0 (CONST:int32 64))\n"

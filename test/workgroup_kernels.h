@@ -2,7 +2,7 @@
  * test_eval_workgroup (run by the evaluator) and test_gpu_emit (emitted
  * for the GPUs): a row sum by 256 threads with a tree in local memory,
  * and a GEMM with shared-memory tiles, each with a BARRIER that can be
- * left out. */
+ * left out; a LOAD read again after a BARRIER. */
 #ifndef UJ_TEST_WORKGROUP_KERNELS_H
 #define UJ_TEST_WORKGROUP_KERNELS_H
 
@@ -67,6 +67,18 @@ static inline const char *gemm_text(bool second) {
            "  (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %%row (CONST:int32 %d)) %%col)) (LOAD %%a0)))))))",
            M / TILE, N / TILE, K / TILE, K, N, second ? "(BARRIER)" : "", N);
   return buf;
+}
+
+/* One LOAD node read after each of two BARRIERs, thread 1 storing there
+ * between them: out[l] = 1 then out[4 + l] = 2 (values after a BARRIER
+ * are computed after it). */
+static inline const char *reload_text(void) {
+  return "%s = (ALLOC:int32*local 0 4)\n%l = (RANGE local 0 (CONST:int32 4))\n"
+         "%x = (LOAD (INDEX %s (CONST:int32 0)))\n"
+         "(SINK (END %l (STORE (INDEX %s (CONST:int32 0) (CMPEQ %l (CONST:int32 0))) (CONST:int32 1)) (BARRIER)"
+         " (STORE (INDEX (PARAM:int32* 0) %l) %x) (BARRIER)"
+         " (STORE (INDEX %s (CONST:int32 0) (CMPEQ %l (CONST:int32 1))) (CONST:int32 2)) (BARRIER)"
+         " (STORE (INDEX (PARAM:int32* 0) (ADD %l (CONST:int32 4))) %x)))";
 }
 
 #endif

@@ -606,14 +606,27 @@ static bool effect_start(State *s, const UOp *u, size_t *top) {
 }
 
 /* A BARRIER, its effects emitted: the target's barrier inside a `local`
- * RANGE (render_grid.c), nothing outside one. */
+ * RANGE (render_grid.c), nothing outside one. After it every value
+ * emitted inside the workgroup is forgotten, the loops' own indices
+ * excepted, so a LOAD of local memory is emitted again: values after a
+ * BARRIER are computed after it (docs/semantics.md, "Workgroups"); LLVM
+ * merges the pure ones again. */
 static bool emit_barrier(State *s, const UOp *u) {
-  bool in_workgroup = false;
-  for (unsigned i = 0; i < s->depth; i++) in_workgroup |= range_kind(s->loops[i].range) == AXIS_LOCAL;
-  if (grid_barrier(&s->r, u, in_workgroup)) return true;
-  char msg[256];
-  snprintf(msg, sizeof msg, "%s", uj_error(s->r.ctx) + strlen("render: "));
-  return fail(s, u, msg);
+  unsigned first = s->depth;
+  for (unsigned i = s->depth; i-- > 0;)
+    if (range_kind(s->loops[i].range) == AXIS_LOCAL) first = i;
+  if (!grid_barrier(&s->r, u, first < s->depth)) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", uj_error(s->r.ctx) + strlen("render: "));
+    return fail(s, u, msg);
+  }
+  for (unsigned i = first; i < s->depth; i++) {
+    uint32_t r = ix(s, s->loops[i].range);
+    bool index_here = valid(s, s->loops[i].range) && s->lvl[r] == i + 1;
+    s->loops[i].serial = ++s->serials;
+    if (index_here) s->ser[r] = s->loops[i].serial;
+  }
+  return true;
 }
 
 static bool emit_effects(State *s, const UOp *root) {
