@@ -615,11 +615,9 @@ static bool emit_barrier(State *s, const UOp *u) {
   unsigned first = s->depth;
   for (unsigned i = s->depth; i-- > 0;)
     if (range_kind(s->loops[i].range) == AXIS_LOCAL) first = i;
-  if (!grid_barrier(&s->r, u, first < s->depth)) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s", uj_error(s->r.ctx) + strlen("render: "));
-    return fail(s, u, msg);
-  }
+  if (first < s->depth && !s->r.h->barrier)
+    return fail(s, u, "a BARRIER in a workgroup (inside a `local` RANGE) needs a target with workgroups");
+  if (!grid_barrier(&s->r, first < s->depth)) return false;
   for (unsigned i = first; i < s->depth; i++) {
     uint32_t r = ix(s, s->loops[i].range);
     bool index_here = valid(s, s->loops[i].range) && s->lvl[r] == i + 1;

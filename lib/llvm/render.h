@@ -63,8 +63,10 @@ typedef struct Grid {
  * set for a `local` RANGE without a constant bound or a fourth one. */
 bool grid_open(const Renderer *r, Grid *g, const UOp *range, LLVMValueRef bound, LLVMValueRef *index,
                LLVMValueRef *more);
-/* A BARRIER, its effects emitted: the target's workgroup barrier when
- * in_workgroup (a `local` RANGE is open), else nothing. */
-bool grid_barrier(const Renderer *r, const UOp *barrier, bool in_workgroup);
+/* A BARRIER, its effects emitted: the target's workgroup barrier (hooks:
+ * `barrier`, which the caller checked is there) when in_workgroup (a
+ * `local` RANGE is open), else nothing; false with the error set when
+ * AMDGPU's helper cannot be linked. */
+bool grid_barrier(const Renderer *r, bool in_workgroup);
 
 #endif

@@ -122,13 +122,8 @@ static LLVMValueRef amdgpu_barrier(const Renderer *r) {
   return fn;
 }
 
-bool grid_barrier(const Renderer *r, const UOp *barrier, bool in_workgroup) {
-  (void)barrier;
+bool grid_barrier(const Renderer *r, bool in_workgroup) {
   if (!in_workgroup) return true; /* a workgroup of one thread */
-  if (!r->h->barrier) {
-    ctx_set_error(r->ctx, "render: a BARRIER in a workgroup (inside a `local` RANGE) needs a target with workgroups");
-    return false;
-  }
   if (strcmp(r->h->barrier, "uj.workgroup.barrier") != 0) {
     render_intrinsic(r, r->h->barrier, NULL, 0, NULL, 0);
     return true;

@@ -88,10 +88,11 @@ static const UOp *group_end(Ctx *ctx, const UOp *kernel, const UOp *store, const
                     uop_const_word(ctx, d, alu_identity(op == UJ_OP_MULACC ? UJ_OP_ADD : op, (uj_scalar)d.scalar)));
   const UOp *partial = v ? uop_new(ctx, UJ_OP_REDUCE, d, (const UOp *[]){v, k}, 2, (Arg){reduce->name, NULL, 0}) : NULL;
   const UOp *s = uop_new(ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)d.scalar, 1, UJ_AS_LOCAL), NULL, 0, (Arg){NULL, (int64_t[]){opt_next_alloc_id(ctx, kernel), threads}, 2});
+  if (!partial || !s) return NULL;
   const UOp *effects[2 * 8 + 2];
   size_t n = 0;
   const UOp *barrier = uop_new(ctx, UJ_OP_BARRIER, dt_scalar(UJ_VOID), NULL, 0, arg_none());
-  effects[n++] = partial && s ? uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){local_at(ctx, s, l, NULL), partial}, 2, arg_none()) : NULL;
+  effects[n++] = uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){local_at(ctx, s, l, NULL), partial}, 2, arg_none());
   for (int64_t stride = threads / 2; stride >= 1 && effects[n - 1]; stride /= 2) {
     const UOp *gate = uop_binary(ctx, UJ_OP_CMPLT, l, uop_const_int(ctx, i, stride));
     const UOp *mine = local_at(ctx, s, l, gate);

@@ -81,7 +81,7 @@ static uint64_t hash_str(uint64_t h, const char *s) { return hash_bytes(h, s, st
 
 /* The device and the machine it describes (model, features). */
 static uint64_t machine_key(Device *d) {
-  char machine[1024] = "";
+  char machine[8192] = ""; /* LLVM's feature strings run past a thousand characters */
   if (d->ops->describe) d->ops->describe(d, machine, sizeof machine);
   return hash_str(hash_str(FNV_OFFSET, d->name), machine);
 }
