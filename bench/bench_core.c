@@ -6,7 +6,11 @@
  *   2. interning the same 2M again: every one must come back as the same
  *      pointer (the hit rate is printed; anything under 100 % is a bug);
  *   3. uj_simplify on one ~1M-node integer graph, a chain of index-like
- *      expressions with simplifiable pieces ((x*4+y)//4, x+0, (x+y)-y, ...).
+ *      expressions with simplifiable pieces ((x*4+y)//4, x+0, (x+y)-y, ...);
+ *   4. a session running one small step 20,000 times (new data assigned
+ *      into x, softmax(x @ w * 0.5 + b) read back): the time a step takes
+ *      over 1,000 steps after a warm-up of 100 and over the last 1,000, and the nodes its context holds
+ *      (collected: docs/schedule.md "Cost"), which must not grow.
  * Usage: bench_core [NODES]   (default 2000000; the graph is NODES/2) */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -16,6 +20,7 @@
 
 #include "bench_util.h"
 #include "uop/uop.h"
+#include "uopjit/tensor.h"
 #include "uopjit/uopjit.h"
 
 typedef struct Row {
@@ -144,6 +149,56 @@ static void bench_simplify(size_t target, Row *row) {
   uj_ctx_free(g.ctx);
 }
 
+/* ---- 4: a long session ---- */
+
+enum { LOOP_N = 16, LOOP_STEPS = 20000, LOOP_WARMUP = 100, LOOP_WINDOW = 1000 };
+
+static bool loop_step(uj_session *s, uj_tensor *x, uj_tensor *w, uj_tensor *b, int k) {
+  float data[LOOP_N * LOOP_N], out[LOOP_N * LOOP_N];
+  for (int i = 0; i < LOOP_N * LOOP_N; i++) data[i] = (float)((i * 7 + k * 13) % 23) / 23.0f - 0.5f;
+  int64_t shape[2] = {LOOP_N, LOOP_N};
+  uj_tensor *in = uj_tensor_from_data(s, UJ_FLOAT32, shape, 2, data);
+  bool ok = in && uj_tensor_assign(x, in) == UJ_OK;
+  uj_tensor *xw = ok ? uj_tensor_matmul(x, w) : NULL, *sc = uj_tensor_binary_scalar(UJ_BIN_MUL, xw, 0.5, false);
+  uj_tensor *z = uj_tensor_binary(UJ_BIN_ADD, sc, b), *y = uj_tensor_softmax(z, 1);
+  ok = y && uj_tensor_to_host(y, out, sizeof out) == UJ_OK;
+  uj_tensor *ts[] = {in, xw, sc, z, y};
+  for (size_t i = 0; i < sizeof ts / sizeof *ts; i++) uj_tensor_free(ts[i]);
+  return ok;
+}
+
+static void bench_session_loop(void) {
+  const char *err = NULL;
+  uj_session *s = uj_session_new("CPU", &err);
+  int64_t shape[2] = {LOOP_N, LOOP_N}, row[2] = {1, LOOP_N};
+  uj_tensor *x = s ? uj_tensor_zeros(s, UJ_FLOAT32, shape, 2) : NULL, *w = s ? uj_tensor_randn(s, shape, 2, 1) : NULL;
+  uj_tensor *b = s ? uj_tensor_randn(s, row, 2, 2) : NULL;
+  if (!x || !w || !b) {
+    fprintf(stderr, "bench_core: session: %s\n", s ? uj_session_error(s) : err);
+    exit(1);
+  }
+  double first = 0, last = 0, t = bench_now_ms();
+  size_t peak = 0;
+  for (int k = 0; k < LOOP_STEPS; k++) {
+    if (!loop_step(s, x, w, b, k)) {
+      fprintf(stderr, "bench_core: step %d: %s\n", k, uj_session_error(s));
+      exit(1);
+    }
+    size_t nodes = uj_ctx_node_count(uj_session_ctx(s));
+    if (nodes > peak) peak = nodes;
+    if (k == LOOP_WARMUP - 1) t = bench_now_ms(); /* compiling is behind */
+    if (k == LOOP_WARMUP + LOOP_WINDOW - 1) first = bench_now_ms() - t;
+    if (k == LOOP_STEPS - LOOP_WINDOW - 1) t = bench_now_ms();
+  }
+  last = bench_now_ms() - t;
+  printf("\n| session loop | steps | steps %d-%d | last %d | peak nodes | nodes at the end |\n", LOOP_WARMUP + 1, LOOP_WARMUP + LOOP_WINDOW, LOOP_WINDOW);
+  printf("|---|---:|---:|---:|---:|---:|\n");
+  printf("| assign x, softmax(x @ w * 0.5 + b), 16x16 | %d | %.0f us/step | %.0f us/step | %zu | %zu |\n", LOOP_STEPS,
+         first * 1e3 / LOOP_WINDOW, last * 1e3 / LOOP_WINDOW, peak, uj_ctx_node_count(uj_session_ctx(s)));
+  uj_tensor_free(x), uj_tensor_free(w), uj_tensor_free(b);
+  uj_session_free(s);
+}
+
 static void print_table(const Row *rows, size_t n) {
   printf("| benchmark | nodes | time | nodes/s | note |\n");
   printf("|---|---:|---:|---:|---|\n");
@@ -161,5 +216,6 @@ int main(int argc, char **argv) {
   bench_intern(n, &rows[0], &rows[1]);
   bench_simplify(n / 2, &rows[2]);
   print_table(rows, 3);
+  bench_session_loop();
   return 0;
 }

@@ -91,6 +91,12 @@ static bool jit_create(Ctx *ctx, CpuJit *j) {
   return cpu_runtime_define(ctx, j->jit, j->dylib);
 }
 
+/* A program's kernel is its cache key: it must outlive a collection. */
+static void jit_roots(void *state, RootSet *r) {
+  CpuJit *j = state;
+  for (size_t i = 0; i < j->nprograms; i++) rootset_add(r, j->programs[i]->kernel);
+}
+
 static CpuJit *jit_get(Ctx *ctx) {
   CtxPartSlot *slot = &ctx->parts[CTX_PART_CPU_JIT];
   if (slot->state) return slot->state;
@@ -100,7 +106,7 @@ static CpuJit *jit_get(Ctx *ctx) {
     jit_free(j);
     return NULL;
   }
-  slot->state = j, slot->free = jit_free;
+  slot->state = j, slot->free = jit_free, slot->roots = jit_roots;
   return j;
 }
 

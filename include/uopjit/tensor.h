@@ -36,7 +36,10 @@ uj_session *uj_session_new(const char *device, const char **error);
 void uj_session_free(uj_session *s);
 const char *uj_session_error(const uj_session *s); /* "" when none */
 void uj_session_clear_error(uj_session *s);
-uj_ctx *uj_session_ctx(uj_session *s); /* the graph context of its tensors */
+/* The graph context of its tensors. A realize may collect the nodes no
+ * live tensor, realized value, cached schedule or program reaches
+ * (docs/ir.md): keep a tensor, not a node, across realizes. */
+uj_ctx *uj_session_ctx(uj_session *s);
 
 /* ---- creation ---- */
 /* A copy of data: numel elements of dtype, C order, host byte order. */
@@ -61,7 +64,7 @@ unsigned uj_tensor_ndim(const uj_tensor *t);
 const int64_t *uj_tensor_shape(const uj_tensor *t);
 uj_scalar uj_tensor_dtype(const uj_tensor *t);
 int64_t uj_tensor_numel(const uj_tensor *t);
-const uj_uop *uj_tensor_uop(const uj_tensor *t); /* its graph now */
+const uj_uop *uj_tensor_uop(const uj_tensor *t); /* its graph now: valid while t lives and is not realized */
 
 /* ---- elementwise: shapes broadcast as in NumPy ---- */
 typedef enum uj_binop {

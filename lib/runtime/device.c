@@ -7,20 +7,7 @@
 #include <unistd.h>
 
 #include "runtime/device.h"
-
-/* Pooled memory is poisoned under AddressSanitizer: a buffer used after
- * its last reference went is still reported. */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#include <sanitizer/asan_interface.h>
-#endif
-#endif
-#ifndef ASAN_POISON_MEMORY_REGION
-#define ASAN_POISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
-#define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
-#endif
+#include "uop/asan.h" /* pooled memory is poisoned: a buffer used after its last reference went is reported */
 
 enum { POOL_MAX_BYTES = 1 << 30 };
 
@@ -81,6 +68,22 @@ void *device_program(Device *d, const UOp *kernel, const char *name) {
     d->cache[d->ncache++] = (CachedProgram){kernel, NULL};
   }
   return d->cache[k].program = d->ops->compile(d, kernel, name);
+}
+
+void device_roots(const Device *d, RootSet *r) {
+  for (size_t i = 0; i < d->ncache; i++) rootset_add(r, d->cache[i].kernel);
+}
+
+void device_renumbered(Device *d) {
+  nodemap_free(&d->compiled);
+  bool ok = nodemap_reserve(&d->compiled, d->ncache);
+  for (size_t i = 0; ok && i < d->ncache; i++) /* numbered in order: kernel i gets i */
+    ok = nodemap_add(&d->compiled, d->cache[i].kernel) == i;
+  if (ok) return;
+  for (size_t i = 0; i < d->ncache; i++)
+    if (d->cache[i].program) d->ops->program_free(d, d->cache[i].program);
+  nodemap_free(&d->compiled);
+  d->ncache = 0;
 }
 
 /* ---- the pool ---- */

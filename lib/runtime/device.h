@@ -92,6 +92,12 @@ Device *device_open(Ctx *ctx, const char *name, const char **error);
 void device_close(Device *d);
 /* The program for kernel, compiled on first use. */
 void *device_program(Device *d, const UOp *kernel, const char *name);
+/* For a collection of d's context (uop_collect): the kernels its programs
+ * were compiled from are roots; afterwards the table keyed by their ids
+ * is made again (out of memory: the programs are dropped, compiled again
+ * when asked for). */
+void device_roots(const Device *d, RootSet *r);
+void device_renumbered(Device *d);
 
 /* Memory on a device, shared by counted references. */
 typedef struct RtBuffer {

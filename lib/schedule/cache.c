@@ -53,6 +53,37 @@ static Entry *entry_of(ScheduleCache *c, const UOp *sink) {
   return &c->slots[i];
 }
 
+void schedule_cache_roots(const ScheduleCache *c, RootSet *r) {
+  for (size_t i = 0; c && i < CACHE_SLOTS; i++) {
+    const Entry *e = &c->slots[i];
+    if (!e->sink) continue;
+    rootset_add(r, e->sink);
+    for (size_t k = 0; e->into && k < e->sink->nsrc; k++) rootset_add(r, e->into[k]);
+    const Schedule *s = e->schedule;
+    for (size_t j = 0; j < s->nitems; j++) {
+      rootset_add(r, s->items[j].kernel), rootset_add(r, s->items[j].output);
+      for (size_t k = 0; k < s->items[j].ninputs; k++) rootset_add(r, s->items[j].inputs[k]);
+    }
+    for (size_t k = 0; k < s->noutputs; k++) rootset_add(r, s->outputs[k]);
+  }
+}
+
+/* The slots are placed by the sinks' ids: moved to where the new ids put
+ * them (a copy of the table, then each entry again). */
+void schedule_cache_renumbered(ScheduleCache *c) {
+  if (!c) return;
+  Entry *old = malloc(sizeof c->slots);
+  if (!old) { /* out of memory: the entries are dropped, made again when needed */
+    cache_clear(c);
+    return;
+  }
+  memcpy(old, c->slots, sizeof c->slots);
+  memset(c->slots, 0, sizeof c->slots);
+  for (size_t i = 0; i < CACHE_SLOTS; i++)
+    if (old[i].sink) *entry_of(c, old[i].sink) = old[i];
+  free(old);
+}
+
 static bool same_into(const Entry *e, const UOp *const *into, size_t nroots) {
   if (!nroots) return true;
   if (!e->into || !into) return !e->into && !into;

@@ -70,6 +70,11 @@ void schedule_cache_free(ScheduleCache *c);
 /* Entries held now, and lookups that found one so far. */
 size_t schedule_cache_size(const ScheduleCache *c);
 size_t schedule_cache_hits(const ScheduleCache *c);
+/* For a collection of the context (uop_collect): every node an entry
+ * holds is a root; afterwards the entries are placed again by the new
+ * ids of their keys. */
+void schedule_cache_roots(const ScheduleCache *c, RootSet *r);
+void schedule_cache_renumbered(ScheduleCache *c);
 
 /* into: NULL, or per root the BUFFER to write it into (NULL: a new one;
  * an assignment otherwise: the kernel runs in place where it reads the

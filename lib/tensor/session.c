@@ -22,6 +22,7 @@ uj_session *uj_session_new(const char *device, const char **error) {
   s->target = (ScheduleTarget){s->device->name, s->device->desc->index_bits, {.desc = s->device->desc}};
   s->target.opt.search = beam_new(s->device); /* UJ_BEAM: NULL when unset */
   s->max_elements = SHAPE_MAX_ELEMENTS;
+  s->collect_at = SESSION_COLLECT_MIN;
   s->schedules = schedule_cache_new();
   if (!s->schedules) return uj_session_free(s), *error = "out of memory", NULL;
   return s;
@@ -198,6 +199,38 @@ void tensor_collect_buffers(uj_session *s) {
   if (!s->nfreed) return;
   s->nfreed = 0;
   collect_buffers(s);
+}
+
+/* The realized map is by node id: its keys and views are kept as roots and
+ * entered again under their new ids (never higher than the old: the map
+ * has room for them). */
+void tensor_collect_nodes(uj_session *s, bool force) {
+  if (!force && s->ctx->nnodes < s->collect_at) return;
+  RootSet r = {0};
+  size_t nknown = s->nknown;
+  const UOp **keys = malloc((nknown ? nknown : 1) * sizeof *keys);
+  const UOp **views = malloc((nknown ? nknown : 1) * sizeof *views);
+  for (size_t i = 0; i < s->ntensors; i++) rootset_add(&r, s->tensors[i]->node);
+  for (size_t k = 0; keys && views && k < nknown; k++) {
+    keys[k] = s->ctx->nodes[s->known_ids[k]], views[k] = s->known[s->known_ids[k]];
+    rootset_add(&r, keys[k]), rootset_add(&r, views[k]);
+  }
+  schedule_cache_roots(s->schedules, &r);
+  device_roots(s->device, &r);
+  bool ok = keys && views && uop_collect(s->ctx, &r);
+  rootset_free(&r);
+  if (ok) {
+    for (size_t k = 0; k < nknown; k++) s->known[s->known_ids[k]] = NULL;
+    s->nknown = 0;
+    for (size_t k = 0; k < nknown; k++) tensor_known_set(s, keys[k], views[k]); /* no new memory */
+    schedule_cache_renumbered(s->schedules);
+    device_renumbered(s->device);
+  } else { /* nothing was freed: the session goes on as it was */
+    ctx_clear_error(s->ctx);
+  }
+  free(keys), free(views);
+  size_t twice = 2 * s->ctx->nnodes;
+  s->collect_at = twice > SESSION_COLLECT_MIN ? twice : SESSION_COLLECT_MIN;
 }
 
 /* Memory is collected at the next realize, not here: a graph being built

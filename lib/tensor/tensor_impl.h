@@ -35,6 +35,7 @@ struct uj_session {
   size_t cap_mark;
   unsigned epoch;        /* that collection's number */
   size_t nfreed;         /* tensors freed since memory was last collected */
+  size_t collect_at;     /* the node count at which nodes are collected next */
   int64_t max_elements;  /* the most a tensor spans (SHAPE_MAX_ELEMENTS unless set lower) */
 };
 
@@ -56,6 +57,13 @@ void tensor_set_max_elements(uj_session *s, int64_t n);
 void *tensor_fail(uj_session *s, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Releases the memory no live tensor can read (after tensors were freed). */
 void tensor_collect_buffers(uj_session *s);
+/* Frees the nodes no live tensor, realized node, cached schedule or
+ * program needs, once the context holds twice what the last collection
+ * kept (at least SESSION_COLLECT_MIN nodes): a session that builds and
+ * realizes graphs again and again holds flat memory. Nothing happens when
+ * out of memory. force: whatever the count. */
+enum { SESSION_COLLECT_MIN = 1 << 16 };
+void tensor_collect_nodes(uj_session *s, bool force);
 /* Records that node's value is in view (a RESHAPE of a BUFFER). */
 bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view);
 /* Forgets the realized node known_ids[k] names (its entry cleared; the

@@ -3,18 +3,20 @@
  *
  * In: op, dtype, sources and arg of a node. Out: the one node with those
  * parts in this context, with its id, structural key, bounds and shape.
- * Afterwards: equal nodes are one pointer; uj_ctx_free frees them all. */
+ * Afterwards: equal nodes are one pointer; uj_ctx_free frees them all, a
+ * collection (collect.c) those no root reaches. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "uop/alu.h"
+#include "uop/asan.h"
 #include "uop/nodemap.h"
 #include "uop/spec.h"
 #include "uop/uop.h"
 #include "rewrite/rewrite.h"
 
-/* ---- arena: big blocks, bump allocation, freed all at once ---- */
+/* ---- arena: big blocks, bump allocation, chunks recycled by class ---- */
 
 typedef struct Arena {
   struct Arena *next;
@@ -24,21 +26,49 @@ typedef struct Arena {
 
 enum { ARENA_BLOCK = 1 << 20 };
 
-void *ctx_alloc(Ctx *ctx, size_t size) {
+/* The class of a request of size bytes and the size of its chunks. */
+static unsigned size_class(size_t size, size_t *chunk) {
   size = (size + 15) & ~(size_t)15;
+  if (size <= 16 * CTX_SMALL_CLASSES) return *chunk = size ? size : 16, size ? (unsigned)(size / 16 - 1) : 0;
+  unsigned log = 64 - (unsigned)__builtin_clzll((unsigned long long)(size - 1)); /* 2^log >= size */
+  *chunk = (size_t)1 << log;
+  return CTX_SMALL_CLASSES + log - 11;
+}
+
+void *ctx_alloc(Ctx *ctx, size_t size) {
+  size_t chunk;
+  unsigned c = size_class(size, &chunk);
+  void *p = ctx->free_chunks[c];
+  if (p) {
+    ASAN_UNPOISON_MEMORY_REGION(p, chunk);
+    memcpy(&ctx->free_chunks[c], p, sizeof p);
+    return p;
+  }
   Arena *a = ctx->arena;
-  if (!a || a->cap - a->used < size) {
-    size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+  if (!a || a->cap - a->used < chunk) {
+    size_t cap = chunk > ARENA_BLOCK ? chunk : ARENA_BLOCK;
     Arena *b = malloc(sizeof *b + cap);
     if (!b) return NULL;
     b->next = a;
     b->used = 0;
     b->cap = cap;
     ctx->arena = a = b;
+    ctx->arena_bytes += cap;
   }
-  void *p = a->data + a->used;
-  a->used += size;
+  p = a->data + a->used;
+  a->used += chunk;
   return p;
+}
+
+/* The chunk goes on its class's list (poisoned under AddressSanitizer: a
+ * node used after a collection freed it is reported). */
+void ctx_release(Ctx *ctx, void *p, size_t size) {
+  if (!p) return;
+  size_t chunk;
+  unsigned c = size_class(size, &chunk);
+  memcpy(p, &ctx->free_chunks[c], sizeof p);
+  ctx->free_chunks[c] = p;
+  ASAN_POISON_MEMORY_REGION(p, chunk);
 }
 
 /* ---- hashing ---- */
@@ -103,12 +133,6 @@ void ctx_clear_error(Ctx *ctx) { ctx->error[0] = '\0'; }
 
 /* ---- node interning ---- */
 
-/* The key beside the pointer: a probe that misses never touches the node. */
-typedef struct InternSlot {
-  uint64_t key;
-  const UOp *node;
-} InternSlot;
-
 static uint64_t node_key(Op op, DType dt, const UOp *const *src, size_t nsrc, Arg arg) {
   uint64_t h = mix((uint64_t)op, (uint64_t)dt.scalar | (uint64_t)dt.space << 8 | (uint64_t)dt.lanes << 16);
   h = mix(h, nsrc);
@@ -130,10 +154,7 @@ static bool node_equal(const UOp *u, Op op, DType dt, const UOp *const *src, siz
   return true;
 }
 
-static bool grow_table(Ctx *ctx) {
-  size_t cap = ctx->cap_table ? ctx->cap_table * 2 : 4096;
-  InternSlot *t = calloc(cap, sizeof *t);
-  if (!t) return false;
+void ctx_set_table(Ctx *ctx, InternSlot *t, size_t cap) {
   for (size_t i = 0; i < ctx->nnodes; i++) {
     size_t j = ctx->nodes[i]->key & (cap - 1);
     while (t[j].node) j = (j + 1) & (cap - 1);
@@ -142,6 +163,13 @@ static bool grow_table(Ctx *ctx) {
   free(ctx->table);
   ctx->table = t;
   ctx->cap_table = cap;
+}
+
+static bool grow_table(Ctx *ctx) {
+  size_t cap = ctx->cap_table ? 2 * ctx->cap_table : 4096;
+  InternSlot *t = calloc(cap, sizeof *t);
+  if (!t) return false;
+  ctx_set_table(ctx, t, cap);
   return true;
 }
 
@@ -156,7 +184,7 @@ static bool grow_nodes(Ctx *ctx) {
 
 static UOp *node_make(Ctx *ctx, uint64_t key, Op op, DType dt, const UOp *const *src,
                       size_t nsrc, Arg arg) {
-  UOp *u = ctx_alloc(ctx, sizeof *u + nsrc * sizeof(UOp *) + arg.nints * sizeof(int64_t));
+  UOp *u = ctx_alloc(ctx, sizeof *u + nsrc * sizeof(UOp *) + arg.nints * sizeof(int64_t)); /* uop_node_bytes */
   if (!u) return NULL;
   memset(u, 0, sizeof *u);
   u->id = (uint32_t)ctx->nnodes;
@@ -171,7 +199,7 @@ static UOp *node_make(Ctx *ctx, uint64_t key, Op op, DType dt, const UOp *const 
   if (arg.nints) memcpy(ints, arg.ints, arg.nints * sizeof *ints);
   u->ints = ints;
   uop_compute_bounds(u);
-  if (!uop_compute_shape(ctx, u)) return NULL;
+  if (!uop_compute_shape(ctx, u)) return ctx_release(ctx, u, uop_node_bytes(u)), NULL;
   return u;
 }
 

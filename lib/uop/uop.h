@@ -4,8 +4,9 @@
  * Every node is made by uop_new, which hash-conses: building the same
  * (op, dtype, src, arg) twice returns the same pointer. A node never changes
  * after it is made; its properties (structural key, bounds, shape) are
- * computed once, at creation, from its sources. All nodes are freed together
- * with their context. */
+ * computed once, at creation, from its sources. Nodes live until their
+ * context is freed, or until a collection (collect.c) finds no root reaches
+ * them: it frees those and numbers the survivors again, in their order. */
 #ifndef UJ_UOP_H
 #define UJ_UOP_H
 
@@ -23,7 +24,8 @@ typedef struct uj_uop UOp;
 typedef struct uj_ctx Ctx;
 
 struct uj_uop {
-  uint32_t id;        /* dense, 0 .. ctx node count - 1: index side tables */
+  uint32_t id;        /* dense, 0 .. ctx node count - 1: index side tables
+                       * (a collection renumbers, keeping the order) */
   uint16_t op;        /* uj_op */
   bool bounded;       /* vmin/vmax hold (integer and bool dtypes) */
   uint8_t ndim;       /* rank of shape */
@@ -41,16 +43,41 @@ struct uj_uop {
 /* ---- context (uop.c) ---- */
 typedef struct RuleSet RuleSet;
 
+/* Nodes a collection must keep (collect.c): a growing list. */
+typedef struct RootSet {
+  const UOp **nodes;
+  size_t n, cap;
+  bool failed; /* out of memory: the collection frees nothing */
+} RootSet;
+void rootset_add(RootSet *r, const UOp *u);
+void rootset_free(RootSet *r);
+
 /* Subsystems that hang their state off the context, made on first use and
- * freed (last made, first freed) by uj_ctx_free. */
+ * freed (last made, first freed) by uj_ctx_free. `roots` (or NULL) adds
+ * the nodes the state holds to a collection's roots. */
 typedef enum CtxPart { CTX_PART_CPU_JIT, CTX_PART_COUNT } CtxPart;
 typedef struct CtxPartSlot {
   void *state;
   void (*free)(void *state);
+  void (*roots)(void *state, RootSet *r);
 } CtxPartSlot;
+
+/* Chunk sizes of the context's allocator: 16-byte steps to 1 KiB, powers
+ * of two above. A freed chunk waits on its class's list for the next
+ * allocation of that class. */
+enum { CTX_SMALL_CLASSES = 64, CTX_CLASSES = CTX_SMALL_CLASSES + 54 };
+
+/* A slot of the intern table: the key beside the pointer, so a probe that
+ * misses never touches the node. */
+typedef struct InternSlot {
+  uint64_t key;
+  const UOp *node;
+} InternSlot;
 
 struct uj_ctx {
   struct Arena *arena;
+  size_t arena_bytes;   /* the blocks' sizes: what the context holds */
+  void *free_chunks[CTX_CLASSES]; /* by class: freed chunks, linked through their first word */
   const UOp **nodes;    /* by id */
   size_t nnodes, cap_nodes;
   struct InternSlot *table; /* open-addressing intern table */
@@ -66,7 +93,10 @@ struct uj_ctx {
   char error[1024];
 };
 
+/* Memory the context owns until it is freed, or until ctx_release gives
+ * it back (the same size) for the next allocation of its class. */
 void *ctx_alloc(Ctx *ctx, size_t size);
+void ctx_release(Ctx *ctx, void *p, size_t size);
 const char *ctx_intern_string(Ctx *ctx, const char *s, size_t len);
 void ctx_set_error(Ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -95,6 +125,20 @@ size_t uop_toposort(Ctx *ctx, const UOp *root, const UOp ***out);
 int uop_cmp_id(const void *a, const void *b);
 /* Nodes in the graph under root (each counted once). */
 size_t uop_graph_size(Ctx *ctx, const UOp *root);
+/* The bytes a node takes in its context's allocator. */
+static inline size_t uop_node_bytes(const UOp *u) { return sizeof *u + u->nsrc * sizeof(UOp *) + u->nints * sizeof(int64_t); }
+
+/* ---- collection (collect.c) ---- */
+/* Frees every node that neither a root in `keep` nor a part's roots hook
+ * (CtxPartSlot.roots) reaches, and numbers the survivors 0 .. n - 1 in
+ * their old order (sources still before users). Pointers to surviving
+ * nodes stay valid; their ids change, so tables keyed by id are rebuilt
+ * by their owners afterwards. Costs the context's node count. false (the
+ * error set, nothing freed) when out of memory or keep->failed. */
+bool uop_collect(Ctx *ctx, RootSet *keep);
+/* The intern table filled again from ctx->nodes into t (cap zeroed
+ * slots, a power of two, more than twice the nodes); the old one freed. */
+void ctx_set_table(Ctx *ctx, struct InternSlot *t, size_t cap);
 
 /* ---- properties (props.c) ---- */
 void uop_compute_bounds(UOp *u);
