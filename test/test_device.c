@@ -1,11 +1,17 @@
 /* test_device.c — the device API (runtime/device.h) on both devices it
  * has: a kernel with a variable launched on the CPU with its value
  * (LaunchArgs); the evaluator as a device ("EVAL", shaped for sm_90): a
- * workgroup kernel launched through the API gives the evaluator's words,
- * a racy one fails with the race's message, a launch with the wrong
- * buffers fails with a message; tensor sessions on EVAL (max and int sums
- * over rows as workgroups, elementwise ops) give what the CPU's give; the
- * BEAM keys read the device's description, not its name. */
+ * workgroup kernel launched through the API gives the evaluator's words
+ * once synchronized (not before: launches are deferred, as a GPU's), a
+ * racy one fails at the synchronize with the race's message, a launch
+ * with the wrong buffers fails at once with a message, a copy runs what
+ * was issued before it; tensor sessions on EVAL (max and int sums over
+ * rows as workgroups, elementwise ops) give what the CPU's give; the
+ * BEAM keys read the device's description, not its name. A kernel's grid
+ * (signature.h) puts its innermost `global` RANGE on x; launch_dims gives
+ * the blocks and threads of a launch and refuses sizes past the target's
+ * limits; a device whose memory is not the host's is not poisoned by the
+ * pool (checked under AddressSanitizer). */
 #include <stdlib.h>
 
 #include "check.h"
@@ -28,7 +34,7 @@ static void test_cpu_vars(Ctx *ctx) {
   void *bufs[] = {out};
   size_t bytes[] = {sizeof out};
   int64_t n = 10;
-  CHECK(p && d->ops->launch(d, p, &(LaunchArgs){bufs, bytes, 1, &n, 1}) && d->ops->synchronize(d), "launch: %s",
+  CHECK(p && device_launch(d, p, &(LaunchArgs){.buffers = bufs, .bytes = bytes, .n = 1, .vars = &n, .nvars = 1}) && d->ops->synchronize(d, NULL), "launch: %s",
         uj_error(ctx));
   for (int i = 0; i < 16; i++) CHECK(out[i] == (i < 10 ? i * 10 : 0), "out[%d] = %d", i, out[i]);
   char machine[512] = "";
@@ -53,18 +59,27 @@ static void test_eval_device(Ctx *ctx) {
   void *p = k ? device_program(d, k, "row_sum") : NULL;
   void *bufs[] = {out, in};
   size_t bytes[] = {sizeof out, sizeof in};
-  CHECK(p && d->ops->launch(d, p, &(LaunchArgs){bufs, bytes, 2, NULL, 0}), "launch: %s", uj_error(ctx));
+  CHECK(p && device_launch(d, p, &(LaunchArgs){.buffers = bufs, .bytes = bytes, .n = 2}), "launch: %s", uj_error(ctx));
+  CHECK(out[0] == 0, "a launch ran before a synchronize: EVAL defers them, as a GPU may");
+  CHECK(d->ops->synchronize(d, NULL), "synchronize: %s", uj_error(ctx));
   CHECK(memcmp(out, want, sizeof out) == 0, "EVAL gives the evaluator's words: %g, want %g", out[0], want[0]);
-  CHECK(p && !d->ops->launch(d, p, &(LaunchArgs){bufs, bytes, 1, NULL, 0}) &&
+  memset(out, 0, sizeof out);
+  float copy[ROWS] = {0};
+  CHECK(p && device_launch(d, p, &(LaunchArgs){.buffers = bufs, .bytes = bytes, .n = 2}) && d->ops->copy_out(d, copy, out, sizeof copy) &&
+            memcmp(copy, want, sizeof copy) == 0,
+        "a copy after a launch reads its result: %g, want %g", copy[0], want[0]);
+  CHECK(p && !device_launch(d, p, &(LaunchArgs){.buffers = bufs, .bytes = bytes, .n = 1}) &&
             strstr(uj_error(ctx), "EVAL: the kernel takes 2 buffers and 0 variables, not 1 and 0"),
         "too few buffers: %s", uj_error(ctx));
   const UOp *racy = uj_parse(ctx, row_sum_text(1), "racy");
   p = racy ? device_program(d, racy, "racy") : NULL;
   float keep[ROWS] = {7, 7, 7};
   bufs[0] = keep;
-  CHECK(p && !d->ops->launch(d, p, &(LaunchArgs){bufs, bytes, 2, NULL, 0}) && strstr(uj_error(ctx), "a race"),
-        "a racy kernel fails: %s", uj_error(ctx));
+  CHECK(p && device_launch(d, p, &(LaunchArgs){.buffers = bufs, .bytes = bytes, .n = 2}) && !d->ops->synchronize(d, NULL) &&
+            strstr(uj_error(ctx), "a race"),
+        "a racy kernel fails at the synchronize: %s", uj_error(ctx));
   CHECK(keep[0] == 7, "nothing written");
+  CHECK(d->ops->synchronize(d, NULL), "a failure is reported once");
   CHECK(d->ops->describe == NULL && d->ops->threads == NULL, "EVAL: no machine of its own");
   device_close(d);
 }
@@ -104,10 +119,71 @@ static void test_sessions(void) {
   CHECK(sum_cpu[1] != 0 && max_cpu[2] > 0, "the data are not trivial");
 }
 
+/* ---- grids and launch sizes ---- */
+
+static void test_launch_dims(Ctx *ctx) {
+  const TargetDesc *sm90 = target_desc_find("sm_90");
+  const UOp *k = uj_parse(ctx, "%n = (DEFINE_VAR:int32 n 1 200000)\n%r = (RANGE global 0 (CONST:int32 6))\n"
+                               "%c = (RANGE global 1 %n)\n"
+                               "(SINK (END %r (END %c (STORE (INDEX (PARAM:int32* 0) (ADD (MUL %r %n) %c)) %c))))", "grid");
+  KernelSig sig;
+  CHECK(k && kernel_sig_build(ctx, k, &sig), "grid kernel: %s", uj_error(ctx));
+  if (!k) return;
+  const UOp *rows = k->src[0]->src[0], *cols = k->src[0]->src[1]->src[0];
+  CHECK(sig.grid.nglobal == 2 && sig.grid.global[0] == cols && sig.grid.global[1] == rows && !sig.grid.workgroups,
+        "the innermost RANGE (the columns) goes on x, the rows on y");
+  uint32_t grid[3], block[3];
+  int64_t n = 1000;
+  CHECK(launch_dims(ctx, sm90, &sig, &n, grid, block) && grid[0] == 4 && grid[1] == 6 && grid[2] == 1 &&
+            block[0] == 256 && block[1] == 1 && block[2] == 1,
+        "n = 1000: grid %u %u %u, block %u %u %u: %s", grid[0], grid[1], grid[2], block[0], block[1], block[2], uj_error(ctx));
+  n = 10;
+  CHECK(launch_dims(ctx, sm90, &sig, &n, grid, block) && grid[0] == 1 && block[0] == 16,
+        "n = 10: one block of 16 threads along x, not %u of %u", grid[0], block[0]);
+  kernel_sig_free(&sig);
+  const UOp *tall = uj_parse(ctx, "%n = (DEFINE_VAR:int32 n 1 200000)\n%r = (RANGE global 0 %n)\n"
+                                  "%c = (RANGE global 1 (CONST:int32 4))\n"
+                                  "(SINK (END %r (END %c (STORE (INDEX (PARAM:int32* 0) (ADD (MUL %r (CONST:int32 4)) %c)) %c))))", "tall");
+  n = 100000;
+  CHECK(tall && kernel_sig_build(ctx, tall, &sig) && !launch_dims(ctx, sm90, &sig, &n, grid, block) &&
+            strstr(uj_error(ctx), "launch: the grid's blocks along y is 100000, past sm_90's limit 65535"),
+        "a grid past the target's limit: %s", uj_error(ctx));
+  kernel_sig_free(&sig);
+  const UOp *wg = uj_parse(ctx, row_sum_text(-1), "row sum");
+  CHECK(wg && kernel_sig_build(ctx, wg, &sig) && sig.grid.workgroups && launch_dims(ctx, sm90, &sig, NULL, grid, block) &&
+            grid[0] == ROWS && grid[1] == 1 && block[0] == THREADS && block[1] == 1,
+        "a workgroup a row: grid %u, block %u: %s", grid[0], block[0], uj_error(ctx));
+  kernel_sig_free(&sig);
+}
+
+/* A device whose memory is not the host's (a GPU's addresses): the pool
+ * must not poison it. Here it is host memory in disguise, read after it
+ * went to the pool: AddressSanitizer reports the read if it was poisoned. */
+static unsigned char fake_memory[4096];
+static void *fake_alloc(Device *d, size_t bytes) { return (void)d, bytes <= sizeof fake_memory ? fake_memory : NULL; }
+static void fake_free(Device *d, void *mem) { (void)d, (void)mem; }
+static const TargetDesc *fake_target(Device *d) { return (void)d, target_desc_find("sm_90"); }
+
+static void test_device_memory_not_poisoned(Ctx *ctx) {
+  DeviceOps ops = {.alloc = fake_alloc, .free = fake_free, .target = fake_target, .host_memory = false};
+  Device d = {.name = "FAKE", .ops = &ops, .ctx = ctx, .pool.limit = 1 << 20};
+  d.desc = ops.target(&d);
+  RtBuffer *b = rt_buffer_new(&d, 1000);
+  CHECK(b && b->mem == fake_memory, "a buffer of the fake device");
+  rt_buffer_unref(b); /* to the pool */
+  CHECK(d.pool.n == 1, "the pool holds it");
+  volatile unsigned char *m = fake_memory;
+  m[0] = 1; /* under ASan: a use after poison if the pool poisoned device memory */
+  CHECK(m[0] == 1, "device memory in the pool is left alone");
+  device_pool_drain(&d);
+}
+
 int main(void) {
   Ctx *ctx = uj_ctx_new();
   test_cpu_vars(ctx);
   test_eval_device(ctx);
+  test_launch_dims(ctx);
+  test_device_memory_not_poisoned(ctx);
   uj_ctx_free(ctx);
   test_sessions();
   return check_report("test_device");

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cpu/jit.h"
 #include "cpu/pool.h"
 #include "llvm/target.h"
 #include "runtime/device.h"
@@ -72,13 +73,18 @@ static bool cpu_launch(Device *d, void *program, const LaunchArgs *a) {
   return uj_run(program, a->buffers, a->n, a->vars, a->nvars) == UJ_OK;
 }
 
+static const KernelSig *cpu_signature(Device *d, void *program) {
+  (void)d;
+  return cpu_program_sig(program);
+}
+
 static void cpu_program_free(Device *d, void *program) {
   (void)d;
   uj_program_free(program);
 }
 
-static bool cpu_synchronize(Device *d) {
-  (void)d;
+static bool cpu_synchronize(Device *d, DeviceQueue *queue) {
+  (void)d, (void)queue;
   return true;
 }
 
@@ -92,7 +98,9 @@ const DeviceOps cpu_device_ops = {
   .threads = cpu_threads,
   .memory_bytes = cpu_memory_bytes,
   .compile = cpu_compile,
+  .signature = cpu_signature,
   .launch = cpu_launch,
   .program_free = cpu_program_free,
   .synchronize = cpu_synchronize,
+  .host_memory = true,
 };

@@ -9,9 +9,14 @@
 #ifndef UJ_CPU_JIT_H
 #define UJ_CPU_JIT_H
 
+#include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 
+#include "llvm/signature.h"
 #include "uop/uop.h"
+
+/* A program's parameters, variables and grid. */
+const KernelSig *cpu_program_sig(const uj_program *p);
 
 /* Defines the runtime symbols (bfloat16 rounding, which libgcc 12 lacks)
  * in the JIT's main dylib. */

@@ -298,6 +298,8 @@ uj_status uj_run(uj_program *p, void *const *args, size_t nargs, const int64_t *
   return UJ_OK;
 }
 
+const KernelSig *cpu_program_sig(const uj_program *p) { return &p->sig; }
+
 size_t uj_program_nparams(const uj_program *p) { return p ? p->sig.nparams : 0; }
 size_t uj_program_nvars(const uj_program *p) { return p ? p->sig.nvars : 0; }
 bool uj_program_param(const uj_program *p, size_t slot, uj_dtype *dtype, bool *stored) {

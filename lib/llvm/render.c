@@ -55,7 +55,6 @@ typedef struct State {
   Loop loops[MAX_LOOPS];
   unsigned depth;
   uint64_t serials;
-  Grid grid;
   const UOp *parallel;        /* CPU: the RANGE split in parts, or NULL */
   LLVMValueRef part, nparts;  /* CPU: the body's last two arguments (i64) */
   /* the kernel's REDUCEs over RANGEs that may share a loop with another
@@ -515,8 +514,6 @@ static bool emit_value(State *s, const UOp *u) {
 
 /* ---- loops ---- */
 
-/* Opens the loop of range (for `user`, an END or REDUCE, in messages): a
- * grid index when grid and the target has one, else a counted loop. */
 /* The part of range this call runs: [k*c, min((k+1)*c, bound)) for part k
  * of n, c = ceil(bound / n), in int64, then in the range's type. */
 static void part_bounds(State *s, const UOp *range, LLVMValueRef *start, LLVMValueRef *bound) {
@@ -534,6 +531,8 @@ static void part_bounds(State *s, const UOp *range, LLVMValueRef *start, LLVMVal
   *bound = dt_bits(range->dtype) < 64 ? LLVMBuildTrunc(B, hi, t, "") : hi;
 }
 
+/* Opens the loop of range (for `user`, an END or REDUCE, in messages): a
+ * grid index when grid and the target has one, else a counted loop. */
 static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid) {
   for (unsigned i = 0; i < s->depth; i++)
     if (s->loops[i].range == range) return fail(s, user, "its RANGE is already open (inside its own loop)");
@@ -547,7 +546,7 @@ static bool loop_open(State *s, const UOp *user, const UOp *range, bool grid) {
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "body");
   L->exit = LLVMAppendBasicBlockInContext(s->r.lc, s->fn, "exit");
   LLVMValueRef i = NULL, more = NULL;
-  if (grid && !grid_open(&s->r, &s->grid, range, bound, &i, &more)) return false;
+  if (grid && !grid_open(&s->r, &s->sig->grid, range, bound, &i, &more)) return false;
   if (!i) {
     L->start = LLVMConstNull(t);
     if (range == s->parallel) part_bounds(s, range, &L->start, &bound);
@@ -751,7 +750,6 @@ static bool state_alloc(State *s, const UOp *root) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(s->r.ctx, root, &nodes);
   bool ok = n > 0 && nodemap_number(&s->num, nodes, n);
-  for (size_t i = 0; i < n; i++) s->grid.workgroups |= nodes[i]->op == UJ_OP_RANGE && range_kind(nodes[i]) == AXIS_LOCAL;
   free(nodes);
   s->rescale_nodes = calloc(s->nonline + 1, sizeof *s->rescale_nodes);
   s->nrescale_nodes = calloc(s->nonline + 1, sizeof *s->nrescale_nodes);

@@ -52,16 +52,12 @@ LLVMValueRef render_accumulate(const Renderer *r, const UOp *reduce, Op op, LLVM
                                const LLVMValueRef *ab);
 
 /* ---- render_grid.c: GPU grid indices, workgroups, barriers ---- */
-typedef struct Grid {
-  const UOp *global[3], *local[3]; /* the RANGEs given each dimension, in order met */
-  unsigned nglobal, nlocal;
-  bool workgroups; /* the kernel has `local` RANGEs: `global` ones are block ids */
-} Grid;
 /* On a target with a grid, a `global` or `local` RANGE being opened gets
- * *index (its value) and *more (index < bound, its guard); *index NULL:
- * a loop (the CPU, other kinds, a fourth `global`). False with an error
- * set for a `local` RANGE without a constant bound or a fourth one. */
-bool grid_open(const Renderer *r, Grid *g, const UOp *range, LLVMValueRef bound, LLVMValueRef *index,
+ * *index (its value) and *more (index < bound, its guard) from its place
+ * in the kernel's grid (signature.h); *index NULL: a loop (the CPU, other
+ * kinds, a `global` RANGE off the grid). False with an error set for a
+ * `local` RANGE without a constant bound or off the grid (a fourth). */
+bool grid_open(const Renderer *r, const KernelGrid *g, const UOp *range, LLVMValueRef bound, LLVMValueRef *index,
                LLVMValueRef *more);
 /* A BARRIER, its effects emitted: the target's workgroup barrier (hooks:
  * `barrier`, which the caller checked is there) when in_workgroup (a

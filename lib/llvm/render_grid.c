@@ -3,11 +3,12 @@
  *
  * In: a `global` or `local` RANGE being opened on a target with a grid,
  * and a BARRIER. Out: the range's index and its guard (index < bound);
- * the target's barrier. Without `local` RANGEs a kernel's first three
- * `global` RANGEs are grid indices, block id * block size + thread id,
- * any block size. With them the kernel is made of workgroups: `global`
- * RANGEs are block ids, `local` RANGEs thread ids, their constant bounds
- * the block's size (the launch must use exactly those sizes), and a
+ * the target's barrier. Which RANGE goes on which dimension is the
+ * kernel's grid (signature.h: the innermost `global` RANGEs, on x first).
+ * Without `local` RANGEs those are grid indices, block id * block size +
+ * thread id, any block size. With them the kernel is made of workgroups:
+ * `global` RANGEs are block ids, `local` RANGEs thread ids, their constant
+ * bounds the block's size (the launch must use exactly those sizes), and a
  * BARRIER inside them is the target's workgroup barrier: bar.sync on
  * NVPTX; on AMDGPU s_barrier between workgroup-scope release and acquire
  * fences, from a helper in textual IR linked in (the C API of LLVM 19
@@ -38,20 +39,7 @@ static LLVMValueRef packet_block_size(const Renderer *r, unsigned dim) {
   return LLVMBuildZExt(B, size, LLVMInt32TypeInContext(r->lc), "");
 }
 
-/* The range's dimension among those of its kind, given one the first time
- * (-1: all three taken, the range is a loop). */
-static int grid_dim(Grid *g, const UOp *range) {
-  bool local = range_kind(range) == AXIS_LOCAL;
-  const UOp **dims = local ? g->local : g->global;
-  unsigned *n = local ? &g->nlocal : &g->nglobal;
-  for (unsigned i = 0; i < *n; i++)
-    if (dims[i] == range) return (int)i;
-  if (*n == 3) return -1;
-  dims[*n] = range;
-  return (int)(*n)++;
-}
-
-bool grid_open(const Renderer *r, Grid *g, const UOp *range, LLVMValueRef bound, LLVMValueRef *index,
+bool grid_open(const Renderer *r, const KernelGrid *g, const UOp *range, LLVMValueRef bound, LLVMValueRef *index,
                LLVMValueRef *more) {
   *index = NULL;
   AxisKind kind = range_kind(range);
@@ -60,7 +48,7 @@ bool grid_open(const Renderer *r, Grid *g, const UOp *range, LLVMValueRef bound,
     ctx_set_error(r->ctx, "render: a `local` RANGE's bound must be a constant: it is the workgroup's size");
     return false;
   }
-  int dim = grid_dim(g, range);
+  int dim = kernel_grid_dim(g, range);
   if (dim < 0 && kind == AXIS_LOCAL) {
     ctx_set_error(r->ctx, "render: a workgroup of more than 3 `local` RANGEs (a GPU block has 3 dimensions)");
     return false;

@@ -117,8 +117,64 @@ bool kernel_sig_build(Ctx *ctx, const UOp *root, KernelSig *out) {
   for (size_t i = 0; ok && i < n; i++)
     if (nodes[i]->op == UJ_OP_LOAD || nodes[i]->op == UJ_OP_STORE) mark_access(out, nodes[i]);
   free(nodes);
+  ok = ok && kernel_grid(ctx, root, &out->grid);
   if (!ok) kernel_sig_free(out);
   return ok;
+}
+
+/* The ENDs' RANGEs of kind `kind`, each once, in the order a walk of the
+ * effects from the root meets them (outer before inner); the last three
+ * go on x, y, z. */
+static void grid_put(const UOp **dims, unsigned *n, bool *more, const UOp *range) {
+  for (unsigned i = 0; i < *n; i++)
+    if (dims[i] == range) return;
+  if (*n == 3) memmove(dims, dims + 1, 2 * sizeof *dims), --*n, *more = true; /* an outer one drops out */
+  dims[(*n)++] = range;
+}
+
+bool kernel_grid(Ctx *ctx, const UOp *root, KernelGrid *g) {
+  *g = (KernelGrid){0};
+  size_t top = 0, cap = 64;
+  const UOp **stack = malloc(cap * sizeof *stack);
+  if (!stack) return ctx_set_error(ctx, "kernel: out of memory"), false;
+  stack[top++] = root;
+  bool more_global = false;
+  while (top) {
+    const UOp *u = stack[--top];
+    if (u->op != UJ_OP_SINK && u->op != UJ_OP_END && u->op != UJ_OP_BARRIER) continue;
+    if (u->op == UJ_OP_END && u->src[0]->op == UJ_OP_RANGE) {
+      AxisKind kind = range_kind(u->src[0]);
+      if (kind == AXIS_GLOBAL) grid_put(g->global, &g->nglobal, &more_global, u->src[0]);
+      if (kind == AXIS_LOCAL) grid_put(g->local, &g->nlocal, &g->too_many_locals, u->src[0]);
+    }
+    if (top + u->nsrc > cap) {
+      cap = 2 * (top + u->nsrc);
+      const UOp **s = realloc(stack, cap * sizeof *s);
+      if (!s) return free(stack), ctx_set_error(ctx, "kernel: out of memory"), false;
+      stack = s;
+    }
+    for (uint32_t i = u->nsrc; i-- > (u->op == UJ_OP_END);) stack[top++] = u->src[i]; /* the first effect is met first */
+  }
+  free(stack);
+  g->workgroups = g->nlocal > 0;
+  for (unsigned d = 0; d < g->nglobal / 2; d++) { /* innermost (met last) on x */
+    const UOp *t = g->global[d];
+    g->global[d] = g->global[g->nglobal - 1 - d], g->global[g->nglobal - 1 - d] = t;
+  }
+  for (unsigned d = 0; d < g->nlocal / 2; d++) {
+    const UOp *t = g->local[d];
+    g->local[d] = g->local[g->nlocal - 1 - d], g->local[g->nlocal - 1 - d] = t;
+  }
+  return true;
+}
+
+int kernel_grid_dim(const KernelGrid *g, const UOp *range) {
+  bool local = range_kind(range) == AXIS_LOCAL;
+  const UOp *const *dims = local ? g->local : g->global;
+  unsigned n = local ? g->nlocal : g->nglobal;
+  for (unsigned i = 0; i < n; i++)
+    if (dims[i] == range) return (int)i;
+  return -1;
 }
 
 void kernel_sig_free(KernelSig *sig) {

@@ -288,7 +288,8 @@ static double now_seconds(void) {
 
 static bool launch(Device *d, void *program, const Scratch *s, double *seconds) {
   double t0 = now_seconds();
-  bool ok = d->ops->launch(d, program, &(LaunchArgs){s->args, s->bytes, s->n, NULL, 0}) && d->ops->synchronize(d);
+  bool ok = device_launch(d, program, &(LaunchArgs){.buffers = s->args, .bytes = s->bytes, .n = s->n}) &&
+            d->ops->synchronize(d, NULL);
   *seconds = now_seconds() - t0;
   return ok;
 }

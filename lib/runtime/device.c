@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "runtime/device.h"
-#include "uop/asan.h" /* pooled memory is poisoned: a buffer used after its last reference went is reported */
+#include "uop/asan.h" /* pooled host memory is poisoned: a buffer used after its last reference went is reported */
 
 enum { POOL_MAX_BYTES = 1 << 30 };
 
@@ -46,6 +46,7 @@ size_t device_host_memory_bytes(void) {
 
 void device_close(Device *d) {
   if (!d) return;
+  if (d->ops->close) d->ops->close(d);
   device_pool_drain(d);
   for (size_t i = 0; i < d->ncache; i++)
     if (d->cache[i].program) d->ops->program_free(d, d->cache[i].program);
@@ -98,7 +99,7 @@ static void pool_remove(Device *d, size_t i, bool free_it) {
   PooledBlock blk = p->blocks[i];
   memmove(&p->blocks[i], &p->blocks[i + 1], (p->n - i - 1) * sizeof *p->blocks);
   p->n--, p->bytes -= blk.bytes;
-  ASAN_UNPOISON_MEMORY_REGION(blk.mem, blk.bytes);
+  if (d->ops->host_memory) ASAN_UNPOISON_MEMORY_REGION(blk.mem, blk.bytes);
   if (free_it) d->ops->free(d, blk.mem);
 }
 
@@ -120,7 +121,7 @@ static void pool_put(Device *d, void *mem, size_t bytes) {
     return;
   }
   while (p->n && (p->n == RT_POOL_BLOCKS || p->bytes + bytes > p->limit)) pool_remove(d, 0, true);
-  ASAN_POISON_MEMORY_REGION(mem, bytes);
+  if (d->ops->host_memory) ASAN_POISON_MEMORY_REGION(mem, bytes);
   p->blocks[p->n++] = (PooledBlock){mem, bytes};
   p->bytes += bytes;
 }

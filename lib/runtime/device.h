@@ -11,20 +11,31 @@
 #ifndef UJ_DEVICE_H
 #define UJ_DEVICE_H
 
+#include "llvm/signature.h"
 #include "opt/target.h"
 #include "uop/nodemap.h"
 #include "uop/uop.h"
 
 typedef struct Device Device;
 
+/* A device's in-order stream of work (a CUDA stream, an HSA queue):
+ * launches and copies on one queue run in the order they were issued.
+ * NULL names the device's default queue. */
+typedef struct DeviceQueue DeviceQueue;
+
 /* What a launch runs a program on: its buffers by PARAM slot, each's
- * size, and the values of its variables, sorted by name (as uj_run). */
+ * size, the values of its variables, sorted by name (as uj_run), the
+ * queue, and on a GPU target the grid: blocks and threads per block along
+ * x, y, z (device_launch computes them from the kernel's grid, signature.h,
+ * and the variables; the CPU and EVAL read none). */
 typedef struct LaunchArgs {
   void *const *buffers;
   const size_t *bytes;
   size_t n;
   const int64_t *vars;
   size_t nvars;
+  uint32_t grid[3], block[3];
+  DeviceQueue *queue;
 } LaunchArgs;
 
 typedef struct DeviceOps {
@@ -45,9 +56,24 @@ typedef struct DeviceOps {
   size_t (*memory_bytes)(Device *d);
   /* A program for kernel (a SINK over PARAM slots), or NULL. */
   void *(*compile)(Device *d, const UOp *kernel, const char *name);
+  /* The program's parameters, variables and grid. */
+  const KernelSig *(*signature)(Device *d, void *program);
+  /* Issues the program on args->queue. It may return before the kernel
+   * ran (a GPU, EVAL): its buffers must stay until a synchronize, and the
+   * host reads them after one. Copies in and out and freeing memory wait
+   * for what was issued before them (a default stream's order). */
   bool (*launch)(Device *d, void *program, const LaunchArgs *args);
   void (*program_free)(Device *d, void *program);
-  bool (*synchronize)(Device *d);
+  /* Waits for what was issued on queue (NULL: on every queue); false
+   * with the error set when a kernel failed. */
+  bool (*synchronize)(Device *d, DeviceQueue *queue);
+  /* Frees what the device keeps beside its programs and memory (its
+   * queues; NULL: nothing), first thing in device_close: work issued and
+   * not synchronized is dropped. */
+  void (*close)(Device *d);
+  /* Its memory is host memory: the pool poisons it under AddressSanitizer
+   * (never a device address, which has no shadow in the host). */
+  bool host_memory;
 } DeviceOps;
 
 typedef struct CachedProgram {
@@ -84,6 +110,7 @@ struct Device {
   size_t ncache, cap_cache;
   NodeMap compiled;      /* the kernels asked for (a kernel's program may be NULL: its compile failed) */
   BufferPool pool;       /* freed memory, for reuse (rt_buffer_new) */
+  void *state;           /* the backend's own (its queues, its driver's handles) */
 };
 
 /* NULL when the device is unknown or absent, with the reason in *error. */
@@ -92,6 +119,18 @@ Device *device_open(Ctx *ctx, const char *name, const char **error);
 void device_close(Device *d);
 /* The program for kernel, compiled on first use. */
 void *device_program(Device *d, const UOp *kernel, const char *name);
+/* Launches program: on a GPU target with the grid and block sizes of its
+ * kernel's grid for these variables (launch_dims), set in *args. */
+bool device_launch(Device *d, void *program, LaunchArgs *args);
+/* The blocks and threads per block along x, y, z of a launch of a kernel
+ * with signature sig and variable values vars (sorted as sig->vars) on
+ * target t: with workgroups, the `global` RANGEs' bounds blocks and the
+ * `local` ones' threads; without, the `global` bounds in threads, cut in
+ * blocks of up to 256 along x. A dimension without a RANGE is 1, a bound
+ * under 1 too (the kernel's guards stop its threads). False with the
+ * error set when a size is past the target's limits. */
+bool launch_dims(Ctx *ctx, const TargetDesc *t, const KernelSig *sig, const int64_t *vars, uint32_t grid[3],
+                 uint32_t block[3]);
 /* For a collection of d's context (uop_collect): the kernels its programs
  * were compiled from are roots; afterwards the table keyed by their ids
  * is made again (out of memory: the programs are dropped, compiled again

@@ -78,7 +78,7 @@ static bool run_item(Device *d, const Schedule *s, BufferTable *t, RtBuffer **sl
     if (ok) args[k + 1] = in->mem, bytes[k + 1] = buffer_bytes(it->inputs[k]);
   }
   void *program = ok ? device_program(d, it->kernel, it->name) : NULL;
-  ok = program && d->ops->launch(d, program, &(LaunchArgs){args, bytes, n, NULL, 0});
+  ok = program && device_launch(d, program, &(LaunchArgs){.buffers = args, .bytes = bytes, .n = n});
   if (args != small) free(args);
   if (bytes != small_bytes) free(bytes);
   if (!bytes) ctx_set_error(d->ctx, "run: out of memory");
@@ -90,7 +90,8 @@ bool runtime_run(Device *d, const Schedule *s, BufferTable *t) {
   RtBuffer **slabs = calloc(s->nslabs ? s->nslabs : 1, sizeof *slabs);
   bool ok = slabs != NULL;
   for (size_t j = 0; ok && j < s->nitems; j++) ok = run_item(d, s, t, slabs, j);
-  ok = ok && d->ops->synchronize(d);
+  bool synced = d->ops->synchronize(d, NULL); /* before the host frees a temp's memory or reads a result; */
+  ok = ok && synced;                          /* after a failure too: nothing issued runs later */
   for (size_t j = 0; j < s->nitems; j++) /* temps die with the run */
     if (s->slab_of_item[j] >= 0) buffer_table_set(t, s->items[j].output->ints[0], NULL);
   for (size_t k = 0; slabs && k < s->nslabs; k++) rt_buffer_unref(slabs[k]);
