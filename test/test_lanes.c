@@ -4,7 +4,9 @@
  * reduction (MAX, integer sums) over consecutive elements is split into
  * 32 lanes; the kernel after the pass computes exactly what the kernel
  * before it computed (the evaluator on both, bit for bit, and the JIT on
- * the new one); kernels the pass must not touch come back unchanged. */
+ * the new one); kernels the pass must not touch come back unchanged. On a
+ * target that reassociates, float sums are split too (16 lanes, the
+ * nested form's order), a matrix product's are not. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -66,7 +68,7 @@ static void check_lanes(Ctx *ctx, const char *t, int64_t cols, const char *range
   dtype_parse(t, strlen(t), &d);
   const UOp *k = uj_parse(ctx, kernel(t, cols, ranges, index, value), what);
   CHECK(k != NULL, "%s: %s", what, uj_error(ctx));
-  const UOp *opt = k ? opt_lanes(ctx, k) : NULL;
+  const UOp *opt = k ? opt_lanes(ctx, k, false) : NULL;
   CHECK(opt != NULL, "%s: %s", what, uj_error(ctx));
   if (!opt) return;
   char *text = uj_print(ctx, opt);
@@ -135,6 +137,59 @@ static void test_order_free(Ctx *ctx) {
               "every other element: not consecutive");
 }
 
+/* A target that reassociates (docs/semantics.md, "Reassociation"): a
+ * float sum over consecutive elements is split into 16 lanes, lane j
+ * adding elements 16c + j (bit for bit the nested form of the same
+ * sum); a sum of products into 16 MULACC lanes; a sum that reads a
+ * maximum over a range of its own (softmax's) too; a matrix product's
+ * dot products, whose loads each serve many outputs, are not. */
+static void test_reassociated(Ctx *ctx) {
+  DType f = dt_scalar(UJ_FLOAT32);
+  const char *plain = kernel("float32", 512, ROW, "%r", "(REDUCE ADD %x %r)");
+  const UOp *k = uj_parse(ctx, plain, "row sum"), *opt = k ? opt_lanes(ctx, k, true) : NULL;
+  char *text = opt ? uj_print(ctx, opt) : NULL;
+  CHECK(text && strstr(text, "REDUCE:float32x16 ADD"), "a float row sum, reassociated: 16 lanes:\n%s", text ? text : uj_error(ctx));
+  free(text);
+  const UOp *nested = uj_parse(ctx,
+                               kernel("float32", 512, "%j = (RANGE reduce 1 (CONST:int64 16))\n%k = (RANGE reduce 2 (CONST:int64 32))\n",
+                                      NESTED_INDEX, "(REDUCE ADD (REDUCE ADD %x %k) %j)"),
+                               "nested");
+  size_t count = ROWS * 512;
+  unsigned char *in[2] = {fill(f, count, 1, false), fill(f, count, 2, false)};
+  unsigned char *split = opt ? evaluate(ctx, opt, f, in, count) : NULL, *lanes = nested ? evaluate(ctx, nested, f, in, count) : NULL,
+                *serial = evaluate(ctx, k, f, in, count);
+  CHECK(split && lanes && !memcmp(split, lanes, ROWS * sizeof(float)), "lane j adds elements 16c + j: the nested form's bits");
+  CHECK(split && memcmp(split, serial, ROWS * sizeof(float)) != 0, "the data shows the order");
+  if (opt) {
+    JitBuffers b = {3, {f, f, f}, {ROWS, count, count}, {split, in[0], in[1]}};
+    jit_vs_eval(ctx, opt, &b, NULL, NULL, 0, 0, "a reassociated row sum");
+  }
+  free(split), free(lanes), free(serial);
+  static const struct {
+    const char *value, *want, *what;
+  } cases[] = {
+      {"(REDUCE MULACC (MUL %x %y) %r)", "REDUCE:float32x16 MULACC (MUL:float32x16", "a row of products: fused, 16 lanes"},
+      {"(REDUCE ADD (SUB %x (REDUCE MAX (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %i (CONST:int64 512)) %m))) %m)) %r)",
+       "REDUCE:float32x16 ADD", "a sum reading a maximum over its own range"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    const UOp *kc = uj_parse(ctx, kernel("float32", 512, ROW "%m = (RANGE reduce 2 (CONST:int64 512))\n", "%r", cases[c].value), cases[c].what);
+    const UOp *oc = kc ? opt_lanes(ctx, kc, true) : NULL;
+    char *t = oc ? uj_print(ctx, oc) : NULL;
+    CHECK(t && strstr(t, cases[c].want), "%s: wants a %s:\n%s", cases[c].what, cases[c].want, t ? t : uj_error(ctx));
+    free(t);
+  }
+  const UOp *gemm = uj_parse(ctx,
+                             "%i = (RANGE loop 0 (CONST:int64 4))\n%j = (RANGE loop 1 (CONST:int64 4))\n%k = (RANGE reduce 2 (CONST:int64 512))\n"
+                             "(SINK (END %i (END %j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %i (CONST:int64 4)) %j))\n"
+                             " (REDUCE MULACC (MUL (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int64 512)) %k)))\n"
+                             "  (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %j (CONST:int64 512)) %k)))) %k)))))",
+                             "a @ b.T");
+  CHECK(gemm && opt_lanes(ctx, gemm, true) == gemm, "a @ b.T: each row of a serves every column: left to upcast and tiles");
+  CHECK(k && opt_lanes(ctx, k, false) == k, "a target that keeps the order: the float sum left alone");
+  free(in[0]), free(in[1]);
+}
+
 /* The vector REDUCE reaches LLVM as a <16 x float> accumulator fed by
  * <16 x float> loads. */
 static void test_ir(Ctx *ctx) {
@@ -144,7 +199,7 @@ static void test_ir(Ctx *ctx) {
              "%j = (RANGE reduce 1 (CONST:int64 16))\n%k = (RANGE reduce 2 (CONST:int64 256))\n",
              NESTED_INDEX, "(REDUCE ADD (REDUCE ADD %x %k) %j)"),
       "ir");
-  const UOp *opt = k ? opt_lanes(ctx, k) : NULL;
+  const UOp *opt = k ? opt_lanes(ctx, k, false) : NULL;
   char *ir = opt ? uj_emit(ctx, opt, UJ_EMIT_IR_OPT, NULL, NULL) : NULL;
   CHECK(ir && strstr(ir, "load <16 x float>") && strstr(ir, "fadd <16 x float>"),
         "16-float loads and sums:\n%s", ir ? ir : uj_error(ctx));
@@ -155,6 +210,7 @@ int main(void) {
   Ctx *ctx = uj_ctx_new();
   test_nested(ctx);
   test_order_free(ctx);
+  test_reassociated(ctx);
   test_ir(ctx);
   uj_ctx_free(ctx);
   return check_report("test_lanes");

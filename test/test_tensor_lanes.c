@@ -1,14 +1,17 @@
-/* test_tensor_lanes.c — float sums in 16 interleaved partials (lib/tensor/
- * reduce.c, docs/tensor.md "Reductions") and the lane pass that runs them
- * (lib/opt/lanes.c): a sum over L >= 64 trailing elements, L a multiple
- * of 16, is the sum in lane order of 16 partial sums, partial j adding
- * elements 16k + j in order of k, and one over 2^16 or more (a multiple
- * of 16384) the lane sum of 1024 contiguous chunks' lane sums (a float32
- * model here computes those bits, and the plain order's bits for other
- * L); the JIT agrees bit for
- * bit with the tensor evaluator on softmax, layernorm, mean, keepdim,
- * several axes, float32/64/16, sums of products, max with NaN and signed
- * zeros; the kernels carry 16-lane (32 for max) vector REDUCEs. */
+/* test_tensor_lanes.c — float sums on the CPU in 16 interleaved partials
+ * (lib/opt/lanes.c, docs/opt.md "Lanes"): the tensor API writes "sum over
+ * these axes" (docs/tensor.md "Reductions") and the CPU's optimizer, as
+ * the target allows reassociation, regroups a sum over L >= 64 elements
+ * of one range, L a multiple of 16, as the sum in lane order of 16
+ * partial sums, partial j adding elements 16k + j in order of k; one over
+ * 2^16 or more (a multiple of 16384) is cut into 1024 contiguous chunks
+ * first. A float32 model here computes those bits (and the plain order's
+ * for other L): the JIT gives them exactly. Against the tensor evaluator
+ * (the plain order) the JIT is within the evaluator's error bound on
+ * softmax, layernorm, mean, keepdim, several axes, float32/64/16, sums of
+ * products; max with NaN and signed zeros and integer sums, whose order
+ * does not matter, bit for bit; the kernels carry 16-lane (32 for max)
+ * vector REDUCEs, and a matrix product's reductions none. */
 #include "tensor_util.h"
 
 enum { LANES = 16 };
@@ -61,7 +64,7 @@ static void test_row_sums(uj_session *s, Rng *r) {
     uj_tensor *t = uj_tensor_reduce(UJ_RED_SUM, tf32(s, SHAPE(ROWS, n), x), (int[]){-1}, 1, false);
     char what[64];
     snprintf(what, sizeof what, "row sums of %d", n);
-    double *v = values(s, t, EXACT, what);
+    double *v = values(s, t, BOUNDED, what);
     for (int i = 0; v && i < ROWS; i++) got[i] = (float)v[i];
     CHECK(v && !memcmp(got, want, sizeof want),
           "%s: the JIT's bits are the documented order's (row 0: %.9g, want %.9g)", what,
@@ -72,8 +75,8 @@ static void test_row_sums(uj_session *s, Rng *r) {
   CHECK(differs, "the data shows the order: some lane sum differs from the plain one");
 }
 
-/* dtypes, keepdim, several axes, mean: the JIT and the evaluator agree,
- * and the trailing sums run in 16-lane vectors. */
+/* dtypes, keepdim, several axes, mean: the JIT within the evaluator's
+ * bounds, and every sum (its last axis contiguous) in 16-lane vectors. */
 static void test_shapes(uj_session *s, Rng *r) {
   double *v;
   uj_tensor *x = random_f32(s, r, SHAPE(3, 8, 64), -2, 2, false, &v);
@@ -88,24 +91,23 @@ static void test_shapes(uj_session *s, Rng *r) {
           uj_tensor_reduce(UJ_RED_SUM, xd, (int[]){2}, 1, keep),    /* 64: lanes */
           uj_tensor_reduce(UJ_RED_SUM, xd, (int[]){1, 2}, 2, keep), /* 512 trailing: lanes */
           uj_tensor_reduce(UJ_RED_MEAN, xd, (int[]){-1, -2}, 2, keep),
-          uj_tensor_reduce(UJ_RED_SUM, xd, (int[]){0, 2}, 2, keep), /* not trailing: one REDUCE */
+          uj_tensor_reduce(UJ_RED_SUM, xd, (int[]){0, 2}, 2, keep), /* not trailing: axis 2 still in lanes */
       };
       char what[64];
       for (int k = 0; k < 4; k++) { /* before any is realized: they share nodes */
         snprintf(what, sizeof what, "dtype %d keepdim %d case %d", (int)dts[d], keep, k);
-        CHECK(kernels_have(sums[k], vec[d]) == (k < 3), "%s: %s a %s", what,
-              k < 3 ? "wants" : "must not get", vec[d]);
+        CHECK(kernels_have(sums[k], vec[d]), "%s: wants a %s", what, vec[d]);
       }
       for (int k = 0; k < 4; k++) {
         snprintf(what, sizeof what, "dtype %d keepdim %d case %d", (int)dts[d], keep, k);
-        free(values(s, sums[k], EXACT, what));
+        free(values(s, sums[k], BOUNDED, what));
       }
     }
 }
 
 /* softmax and layernorm rows (sums of exp, means, sums of squares): the
- * JIT and the evaluator agree (bit for bit for layernorm); values near
- * double's. */
+ * JIT within the evaluator's bounds, and so are values computed in
+ * double. */
 static void test_softmax_layernorm(uj_session *s, Rng *r) {
   double *v;
   enum { R = 4, N = 768 };
@@ -122,12 +124,12 @@ static void test_softmax_layernorm(uj_session *s, Rng *r) {
       UJ_BIN_DIV, d,
       uj_tensor_unary(UJ_UN_SQRT, uj_tensor_binary_scalar(UJ_BIN_ADD, var, 1e-5, false)));
   CHECK(kernels_have(var, "REDUCE:float32x16"), "layernorm's variance: a lane sum");
-  /* exp is within an ulp or two of the evaluator's (docs/transcendental.md), not bit for bit: the JIT within the
-   * evaluator's bounds, and so is the float64 value computed here; layernorm bit for bit */
+  /* lane sums, and exp within an ulp or two of the evaluator's (docs/transcendental.md): the JIT within the
+   * evaluator's bounds, and so is the float64 value computed here */
   double *e_sm = NULL, *e_lsm = NULL, *e_ln = NULL;
   double *got_sm = values_bounds(s, sm, BOUNDED, "softmax", &e_sm),
          *got_lsm = values_bounds(s, lsm, BOUNDED, "log_softmax", &e_lsm);
-  double *got_ln = values_bounds(s, ln, BOUNDED, "layernorm", &e_ln), *exact_ln = values(s, ln, EXACT, "layernorm");
+  double *got_ln = values_bounds(s, ln, BOUNDED, "layernorm", &e_ln);
   for (int i = 0; got_sm && got_lsm && got_ln && e_sm && e_lsm && e_ln && i < R; i++) {
     double m = -INFINITY, sum = 0, mu = 0, sq = 0;
     for (int j = 0; j < N; j++) m = fmax(m, v[i * N + j]), mu += v[i * N + j] / N;
@@ -140,7 +142,7 @@ static void test_softmax_layernorm(uj_session *s, Rng *r) {
       CHECK(close_to(got_ln[k], (v[k] - mu) / sqrt(sq + 1e-5), (Tol){0, e_ln[k], false}), "layernorm [%d, %d]", i, j);
     }
   }
-  free(e_sm), free(e_lsm), free(e_ln), free(exact_ln);
+  free(e_sm), free(e_lsm), free(e_ln);
   free(got_sm), free(got_lsm), free(got_ln), free(v);
 }
 
@@ -148,7 +150,7 @@ static void test_softmax_layernorm(uj_session *s, Rng *r) {
  * with NaN and signed zeros; an integer sum; the two-stage big sum ends
  * in a lane sum. */
 static void test_special(uj_session *s, Rng *r) {
-  double *v;
+  double *v, *v2;
   uj_tensor *a = random_f32(s, r, SHAPE(4, 512), -1, 1, false, &v),
             *b = uj_tensor_unary(UJ_UN_SIN, a);
   free(v);
@@ -161,7 +163,10 @@ static void test_special(uj_session *s, Rng *r) {
   bool fused = kernels_have(shortdot, "MULACC");
   CHECK(kernels_have(dot, fused ? "REDUCE:float32x16 MULACC" : "REDUCE:float32x16 ADD"),
         "a row of products: %s lanes", fused ? "fused" : "plain");
-  free(values(s, dot, EXACT, "a row of products"));
+  free(values(s, dot, BOUNDED, "a row of products"));
+  uj_tensor *m1 = random_f32(s, r, SHAPE(8, 64), -1, 1, false, &v), *m2 = random_f32(s, r, SHAPE(64, 64), -1, 1, false, &v2);
+  free(v), free(v2);
+  free(values(s, uj_tensor_matmul(m1, uj_tensor_transpose(m2, 0, 1)), BOUNDED, "a @ b.T"));
   float z[4 * 256];
   for (int i = 0; i < 4 * 256; i++) z[i] = i % 3 ? -0.0f : 0.0f;
   for (int i = 256; i < 512; i++) z[i] = -0.0f; /* row 1: all -0.0 */
@@ -179,7 +184,7 @@ static void test_special(uj_session *s, Rng *r) {
   tensor_value_free(&want), free(w);
   double *zs =
       values(s, uj_tensor_reduce(UJ_RED_SUM, tf32(s, SHAPE(4, 256), z), (int[]){1}, 1, false),
-             EXACT, "sums of zeros");
+             BOUNDED, "sums of zeros");
   CHECK(zs && signbit(zs[1]) && !signbit(zs[0]),
         "a lane sum of -0.0s is -0.0 (its partials start at -0.0), with a +0.0 it is +0.0");
   free(zs);
@@ -190,13 +195,13 @@ static void test_special(uj_session *s, Rng *r) {
   uj_tensor *big = uj_tensor_reduce(
       UJ_RED_SUM, uj_tensor_reshape(uj_tensor_cast(ints, UJ_FLOAT32), SHAPE(2, 1024)), NULL, 0,
       false);
-  free(values(s, big, EXACT, "a sum of 2048: lanes over all axes"));
+  free(values(s, big, BOUNDED, "a sum of 2048 over all axes"));
   double *x2;
   uj_tensor *huge = random_f32(s, r, SHAPE(2, 1 << 16), -1, 1, false, &x2);
   uj_tensor *hs = uj_tensor_reduce(UJ_RED_SUM, huge, (int[]){1}, 1, true);
   CHECK(uj_tensor_kernel_count(hs) == 2 && kernels_have(hs, "REDUCE:float32x16 ADD"),
         "2^16: partials, then a lane sum");
-  free(values(s, hs, EXACT, "two stages")), free(x2);
+  free(values(s, hs, BOUNDED, "two stages")), free(x2);
 }
 
 int main(void) {

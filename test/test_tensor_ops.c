@@ -728,7 +728,8 @@ static void test_gather(uj_session *s, Rng *r) {
 
 /* Float sums of 2^16 or more trailing elements go in two stages (1024
  * partial sums, then theirs): 2^25 ones add up exactly, as two kernels;
- * values against double sums; the evaluator on the same graph agrees. */
+ * values against double sums; within the bound of the evaluator on the
+ * same graph (which adds in order). */
 static void test_big_sums(uj_session *s, Rng *r) {
   uj_tensor *ones = uj_tensor_ones(s, UJ_FLOAT32, SHAPE(1 << 25));
   CHECK(uj_tensor_kernel_count(uj_tensor_reduce(UJ_RED_SUM, ones, NULL, 0, false)) == 2, "partial sums, then their sum");
@@ -738,7 +739,7 @@ static void test_big_sums(uj_session *s, Rng *r) {
   enum { ROWS = 3, COLS = 1 << 17 };
   double *xs = NULL;
   uj_tensor *x = random_f32(s, r, SHAPE(ROWS, COLS), -1, 1, false, &xs);
-  double *got = values(s, uj_tensor_reduce(UJ_RED_SUM, x, (int[]){1}, 1, false), EXACT, "blocked row sums"); /* and the evaluator */
+  double *got = values(s, uj_tensor_reduce(UJ_RED_SUM, x, (int[]){1}, 1, false), BOUNDED, "blocked row sums"); /* and the evaluator */
   for (int i = 0; got && i < ROWS; i++) {
     double want = 0;
     for (int j = 0; j < COLS; j++) want += xs[i * COLS + j];

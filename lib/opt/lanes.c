@@ -52,8 +52,9 @@ static const UOp *lane_fold(Ctx *ctx, const UOp *reduce, const UOp *const *v, un
   Op op = opt_reduce_op(reduce);
   const UOp *acc =
       uop_const_word(ctx, reduce->dtype, alu_identity(op, (uj_scalar)reduce->dtype.scalar));
-  if (w > 0 && op != UJ_OP_MULACC) acc = v[0]; /* op(identity, a) is a, bit for bit (MAX keeps NaN, -0 + a is a) */
-  for (unsigned j = op != UJ_OP_MULACC; j < w && acc && v[j]; j++) acc = opt_reduce_step(ctx, op, acc, v[j]);
+  bool first = w > 0 && (op != UJ_OP_MULACC || v[0]->op != UJ_OP_MUL);
+  if (first) acc = v[0]; /* op(identity, a) is a, bit for bit (MAX keeps NaN, -0 + a is a; a MULACC of a lane adds it) */
+  for (unsigned j = first; j < w && acc && v[j]; j++) acc = opt_reduce_step(ctx, op, acc, v[j]);
   return acc;
 }
 
@@ -115,12 +116,23 @@ static const UOp *split_nested(Ctx *ctx, const UOp *root) {
   return n ? lane_fold(ctx, root, v, w) : NULL;
 }
 
-/* Whether the reduction's result is the same in every order: MAX (NaN is
- * one value and MAX(-0, +0) = MAX(+0, -0) = +0, docs/semantics.md) and
- * the integer ADD and MUL (wrapping: a ring). Float sums are not. */
-static bool order_free(const UOp *reduce) {
+/* Whether the reduction may be regrouped: its result is the same in
+ * every order (MAX: NaN is one value and MAX(-0, +0) = MAX(+0, -0) = +0,
+ * docs/semantics.md; the integer ADD and MUL, wrapping: a ring), or it is
+ * a float sum and the target allows reassociation (docs/semantics.md,
+ * "Reassociation": the result is then within the evaluator's bound). */
+static bool order_free(const UOp *reduce, bool reassociate) {
   Op op = opt_reduce_op(reduce);
-  return op == UJ_OP_MAX || (!dt_is_float(reduce->dtype) && (op == UJ_OP_ADD || op == UJ_OP_MUL));
+  if (dt_is_float(reduce->dtype)) return op == UJ_OP_MAX || (reassociate && (op == UJ_OP_ADD || op == UJ_OP_MULACC));
+  return op == UJ_OP_MAX || op == UJ_OP_ADD || op == UJ_OP_MUL;
+}
+
+/* The lanes of the order-free form: a float sum's LANES_WIDTH (its lane
+ * j adds the elements 16c + j, in order of c: the order the tensor API
+ * used to write into graphs), 32 for the others. */
+static unsigned free_width(const UOp *reduce) {
+  Op op = opt_reduce_op(reduce);
+  return dt_is_float(reduce->dtype) && (op == UJ_OP_ADD || op == UJ_OP_MULACC) ? LANES_WIDTH : LANES_FREE_WIDTH;
 }
 
 /* Whether idx is r + (something without r): down the ADDs, each time
@@ -136,14 +148,15 @@ static bool unit_stride(Ctx *ctx, const UOp *idx, const UOp *r) {
 }
 
 /* Whether x loads along r, every such load ungated and from consecutive
- * elements (the lanes then load one vector), and nests no REDUCE. */
+ * elements (the lanes then load one vector), and nests no REDUCE that
+ * reads r. */
 static bool loads_consecutive(Ctx *ctx, const UOp *x, const UOp *r) {
   const UOp **nodes = NULL;
   size_t count = uop_toposort(ctx, x, &nodes), loads = 0;
   bool ok = count > 0;
   for (size_t i = 0; ok && i < count; i++) {
     const UOp *u = nodes[i];
-    ok = u->op != UJ_OP_REDUCE;
+    ok = u->op != UJ_OP_REDUCE || !opt_contains(ctx, u, r); /* softmax's maximum, over a range of its own: a value */
     if (!ok || u->op != UJ_OP_INDEX || !opt_contains(ctx, u, r)) continue;
     ok = u->nsrc == 2 && unit_stride(ctx, u->src[1], r);
     loads++;
@@ -152,31 +165,59 @@ static bool loads_consecutive(Ctx *ctx, const UOp *x, const UOp *r) {
   return ok && loads > 0;
 }
 
-/* The order-free form: the last range of root split into 16 lanes. */
-static const UOp *split_order_free(Ctx *ctx, const UOp *root) {
+/* Whether a load along r in x is shared by several outputs: it reads no
+ * RANGE that another load, or the value, reads beside root's own (a
+ * matrix product's row, the same for every column). Such a reduction is
+ * a GEMM's or a GEMV's: upcast and tile shape it over its outputs, as
+ * register tiles reading each element once (docs/opt.md); lanes would
+ * split its dot products instead. A sum of an elementwise value (a row
+ * sum, softmax's, a variance) reads each element for one output. */
+static bool shared_loads(Ctx *ctx, const UOp *root, const UOp *x, const UOp *r) {
+  const UOp **nodes = NULL, *outer[LANES_MAX_RANGES];
+  size_t count = uop_toposort(ctx, x, &nodes), nouter = 0;
+  for (size_t i = 0; i < count && nouter < LANES_MAX_RANGES; i++) {
+    bool bound = nodes[i] == r; /* by root, or by a REDUCE inside x (softmax's maximum): not an output's */
+    for (uint32_t k = 1; k < root->nsrc && !bound; k++) bound = nodes[i] == root->src[k];
+    for (size_t j = i + 1; j < count && !bound && nodes[i]->op == UJ_OP_RANGE; j++)
+      for (uint32_t k = 1; nodes[j]->op == UJ_OP_REDUCE && k < nodes[j]->nsrc && !bound; k++) bound = nodes[j]->src[k] == nodes[i];
+    if (nodes[i]->op == UJ_OP_RANGE && !bound) outer[nouter++] = nodes[i];
+  }
+  bool shared = count == 0;
+  for (size_t i = 0; i < count && !shared; i++) {
+    if (nodes[i]->op != UJ_OP_LOAD || !opt_contains(ctx, nodes[i], r)) continue;
+    for (size_t o = 0; o < nouter && !shared; o++) shared = !opt_contains(ctx, nodes[i], outer[o]);
+  }
+  free(nodes);
+  return shared;
+}
+
+/* The order-free form: the last range of root split into free_width lanes. */
+static const UOp *split_order_free(Ctx *ctx, const UOp *root, bool reassociate) {
   const UOp *r = root->src[root->nsrc - 1], *ranges[LANES_MAX_RANGES], *x[LANES_FREE_WIDTH],
             *v[LANES_FREE_WIDTH];
+  unsigned w = free_width(root);
   int64_t b = const_bound(r, LANES_MIN_EXTENT, INT64_MAX);
-  if (!order_free(root) || !b || b % LANES_FREE_WIDTH || root->nsrc > 1 + LANES_MAX_RANGES ||
-      !loads_consecutive(ctx, root->src[0], r))
+  if (!order_free(root, reassociate) || !b || b % w || root->nsrc > 1 + LANES_MAX_RANGES ||
+      !loads_consecutive(ctx, root->src[0], r) || (w == LANES_WIDTH && shared_loads(ctx, root, root->src[0], r)))
     return NULL;
-  const UOp *bound = uop_const_int(ctx, r->dtype, b / LANES_FREE_WIDTH);
+  const UOp *bound = uop_const_int(ctx, r->dtype, b / w);
   const UOp *c = uop_new(ctx, UJ_OP_RANGE, r->dtype, &bound, 1, (Arg){r->name, r->ints, r->nints});
-  const UOp *base = uop_binary(ctx, UJ_OP_MUL, c, uop_const_int(ctx, r->dtype, LANES_FREE_WIDTH));
-  for (unsigned u = 0; u < LANES_FREE_WIDTH; u++) {
+  const UOp *base = uop_binary(ctx, UJ_OP_MUL, c, uop_const_int(ctx, r->dtype, w));
+  for (unsigned u = 0; u < w; u++) {
     const UOp *at = uop_binary(ctx, UJ_OP_ADD, base, uop_const_int(ctx, r->dtype, u));
     if (!(x[u] = in_lane(ctx, root->src[0], r, at, NULL, NULL, 0, u))) return NULL;
   }
   memcpy(ranges, root->src + 1, (root->nsrc - 2) * sizeof *ranges);
   ranges[root->nsrc - 2] = c;
-  const UOp *vec = vector_reduce(ctx, root, x, LANES_FREE_WIDTH, ranges, root->nsrc - 1);
-  for (unsigned u = 0; vec && u < LANES_FREE_WIDTH; u++) v[u] = gep(ctx, vec, u);
-  return vec ? lane_fold(ctx, root, v, LANES_FREE_WIDTH) : NULL;
+  const UOp *vec = vector_reduce(ctx, root, x, w, ranges, root->nsrc - 1);
+  for (unsigned u = 0; vec && u < w; u++) v[u] = gep(ctx, vec, u);
+  return vec ? lane_fold(ctx, root, v, w) : NULL;
 }
 
 typedef struct Shadows {
   Topo t;            /* the kernel's nodes */
   unsigned char *of; /* by place in t (find_shadows) */
+  bool reassociate;  /* the target's: float sums may be regrouped */
 } Shadows;
 
 static bool is_shadow(const Shadows *sh, const UOp *u) {
@@ -189,7 +230,7 @@ static const UOp *rw_lanes(Rewriter *rw, const UOp *root, const Binds *m) {
   const Shadows *sh = rw->user;
   if (root->dtype.lanes != 1 || root->nsrc < 2 || is_shadow(sh, root)) return NULL;
   const UOp *nested = split_nested(rw->ctx, root);
-  return nested ? nested : split_order_free(rw->ctx, root);
+  return nested ? nested : split_order_free(rw->ctx, root, sh->reassociate);
 }
 
 /* Whether x reads a GEP outside the REDUCEs in it. */
@@ -265,8 +306,8 @@ static bool find_shadows(Ctx *ctx, const UOp *kernel, Shadows *sh) {
   return sh->of != NULL;
 }
 
-const UOp *opt_lanes(Ctx *ctx, const UOp *kernel) {
-  Shadows sh = {0};
+const UOp *opt_lanes(Ctx *ctx, const UOp *kernel, bool reassociate) {
+  Shadows sh = {.reassociate = reassociate};
   RuleSet *rs = find_shadows(ctx, kernel, &sh) ? ruleset_new(ctx, lane_rules, sizeof lane_rules / sizeof *lane_rules) : NULL;
   const UOp *out = rs ? graph_rewrite(ctx, kernel, rs, &sh) : NULL;
   ruleset_free(rs);

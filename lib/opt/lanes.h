@@ -20,6 +20,7 @@
  * and at 16 no loop is left to split. */
 enum { LANES_WIDTH = 16, LANES_MIN_EXTENT = 64 };
 
-const UOp *opt_lanes(Ctx *ctx, const UOp *kernel);
+/* reassociate: float sums may be regrouped (the target's, TargetDesc). */
+const UOp *opt_lanes(Ctx *ctx, const UOp *kernel, bool reassociate);
 
 #endif

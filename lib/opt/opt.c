@@ -14,7 +14,7 @@
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *c) {
   bool cpu = t->desc->kind == TARGET_DESC_CPU;
   const UOp *k = kernel ? opt_shadow(ctx, kernel) : NULL;
-  k = k && cpu && c->lanes != OPT_OFF ? opt_lanes(ctx, k) : k;
+  k = k && cpu && c->lanes != OPT_OFF ? opt_lanes(ctx, k, t->desc->reassociate) : k;
   k = k && cpu ? opt_hoist(ctx, k) : k;
   k = k && cpu ? opt_stream(ctx, k, t->desc, c) : k;
   k = k && cpu ? opt_reorder(ctx, k, t->desc, c) : k;

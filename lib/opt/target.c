@@ -17,7 +17,7 @@
 #define CPU_ROW(nm, width)                                                                          \
   {.name = nm, .kind = TARGET_DESC_CPU, .vector_bytes = width, .index_bits = 64, .l1_bytes = 32 << 10, \
    .l2_bytes = 2048 << 10, .stack_bytes = 1 << 20, .max_threads = 1, .max_block = {1, 1, 1},           \
-   .max_grid = {UINT32_MAX, 1, 1}}
+   .max_grid = {UINT32_MAX, 1, 1}, .reassociate = true}
 
 static const TargetDesc rows[] = {
     CPU_ROW("cpu-sse", 16),

@@ -5,7 +5,6 @@
  * gather as a one-hot mask compared against the indices, summed. */
 #include <string.h>
 
-#include "opt/lanes.h"
 #include "tensor/tensor_impl.h"
 
 /* The axes (n == 0: all) as distinct, sorted, non-negative ints. */
@@ -76,34 +75,6 @@ static const UOp *reshape_product(uj_session *s, const UOp *x, const int64_t *sh
   return node_alu(s, UJ_OP_MUL, a, b);
 }
 
-/* The last count elements of x (after lead axes) viewed as (count /
- * block, block), summed down the columns: (lead.., 1, block), partial j
- * adding elements i * block + j in order of i. */
-static const UOp *column_sums(uj_session *s, const UOp *x, unsigned lead, int64_t count,
-                              int64_t block) {
-  int64_t shape[UJ_MAX_DIMS], rows = lead;
-  memcpy(shape, x->shape, lead * sizeof *shape);
-  shape[lead] = count / block, shape[lead + 1] = block;
-  return node_reduce(s, UJ_OP_ADD, reshape_product(s, x, shape, lead + 2), &rows, 1);
-}
-
-/* A float sum over count trailing elements, in two steps where a long sum
- * pays for it; the order is the graph's, so the evaluator computes the
- * same bits (docs/tensor.md, "Reductions"):
- * - blocks (count >= 2^16, a multiple of SUM_BLOCK * 16): the elements
- *   viewed as (SUM_BLOCK, count / SUM_BLOCK), each row (a contiguous
- *   chunk) summed as below, a kernel of its own (a STAGE: threads split
- *   the chunks, each streams its own), then the SUM_BLOCK partials
- *   (itself a lane sum). One float32 accumulator stops growing at 2^24
- *   ones. Chunks, not columns: partials down the columns of (count /
- *   SUM_BLOCK, SUM_BLOCK) read a block of columns a row at a time, a few
- *   hundred bytes of each 4 KiB row, which no prefetcher follows (64M
- *   floats: 9 GB/s where one stream reads 25).
- * - lanes (count >= LANES_MIN_EXTENT, a multiple of LANES_WIDTH, 16): 16
- *   interleaved partial sums, then theirs in lane order, in one kernel:
- *   the optimizer keeps the partials in one vector register (opt/lanes.h)
- *   rather than adding every element to one latency-bound accumulator.
- * Others, and sums not over trailing axes: one REDUCE, in C order. */
 /* total in x's shape with the axes ax[0..n) 1 (a keepdim reduction's). */
 static const UOp *reduced_shape(uj_session *s, const UOp *total, const UOp *x, const int64_t *ax, unsigned n) {
   int64_t shape[UJ_MAX_DIMS];
@@ -112,31 +83,34 @@ static const UOp *reduced_shape(uj_session *s, const UOp *total, const UOp *x, c
   return node_reshape(s, total, shape, x->ndim);
 }
 
-static const UOp *sum_in(uj_session *s, const UOp *x, const int64_t *ax, unsigned n, bool blocks) {
+/* A sum over axes ax: one REDUCE, "sum over these axes" in C order, the
+ * evaluator's (docs/tensor.md, "Reductions"); each target's optimizer
+ * chooses how to regroup a float sum within the error bound (the CPU's
+ * lanes, opt/lanes.h; a GPU's workgroups). One thing is chosen here: a
+ * long float sum (count >= 2^16, a multiple of SUM_BLOCK * 16, over
+ * trailing axes) is cut into SUM_BLOCK contiguous chunks, each summed in
+ * a kernel of its own (a STAGE: threads split the chunks, each streams
+ * its own; one float32 accumulator stops growing at 2^24 ones), then the
+ * SUM_BLOCK partials. Chunks, not columns: partials down the columns of
+ * (count / SUM_BLOCK, SUM_BLOCK) read a block of columns a row at a time,
+ * a few hundred bytes of each 4 KiB row, which no prefetcher follows. */
+static const UOp *sum_in(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
   if (!x) return NULL;
   int64_t count = 1;
   bool trailing = dt_is_float(x->dtype) && n > 0 && x->ndim - n + 2 <= UJ_MAX_DIMS;
   for (unsigned i = 0; i < n; i++) count *= x->shape[ax[i]], trailing &= ax[i] == x->ndim - n + i;
   unsigned lead = x->ndim - n;
-  const UOp *partial = NULL;
-  if (blocks && trailing && count >= SUM_BLOCKED_MIN && count % (SUM_BLOCK * LANES_WIDTH) == 0) {
-    int64_t shape[UJ_MAX_DIMS], chunk = lead + 1;
-    memcpy(shape, x->shape, lead * sizeof *shape);
-    shape[lead] = SUM_BLOCK, shape[lead + 1] = count / SUM_BLOCK;
-    partial = sum_in(s, reshape_product(s, x, shape, lead + 2), &chunk, 1, false);
-    partial = partial ? tensor_node(s, "sum", UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
-    int64_t cols = lead;
-    return reduced_shape(s, sum_in(s, node_reshape(s, partial, shape, lead + 1), &cols, 1, false), x, ax, n);
-  }
-  if (!trailing || count < LANES_MIN_EXTENT || count % LANES_WIDTH) return node_reduce(s, UJ_OP_ADD, x, ax, n);
-  partial = column_sums(s, x, lead, count, LANES_WIDTH);
-  int64_t cols = lead + 1;
-  return reduced_shape(s, partial ? sum_in(s, partial, &cols, 1, false) : NULL, x, ax, n);
+  if (!trailing || count < SUM_BLOCKED_MIN || count % (SUM_BLOCK * 16)) return node_reduce(s, UJ_OP_ADD, x, ax, n);
+  int64_t shape[UJ_MAX_DIMS], chunk = lead + 1, cols = lead;
+  memcpy(shape, x->shape, lead * sizeof *shape);
+  shape[lead] = SUM_BLOCK, shape[lead + 1] = count / SUM_BLOCK;
+  const UOp *partial = node_reduce(s, UJ_OP_ADD, reshape_product(s, x, shape, lead + 2), &chunk, 1);
+  partial = partial ? tensor_node(s, "sum", UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
+  partial = partial ? node_reshape(s, partial, shape, lead + 1) : NULL;
+  return reduced_shape(s, partial ? node_reduce(s, UJ_OP_ADD, partial, &cols, 1) : NULL, x, ax, n);
 }
 
-static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
-  return sum_in(s, x, ax, n, true);
-}
+static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) { return sum_in(s, x, ax, n); }
 
 static const UOp *reduce_node(uj_session *s, uj_reduceop op, const UOp *x, const int64_t *ax, unsigned n) {
   switch (op) {
