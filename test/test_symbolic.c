@@ -184,6 +184,22 @@ static void run_case(Ctx *ctx, const char *prelude, char *line_text, int line) {
   check_proved(ctx, in, got, where);
 }
 
+/* uj_simplify gives a fixpoint: a rule that declined to copy a shared
+ * node (IDIV(4x + y, 4) beside MOD(4x + y, 4)) fires once the other user
+ * let it go (MOD(y, 4)), in the same call (graph_rewrite_fixpoint). */
+static void test_fixpoint(Ctx *ctx) {
+  const char *prelude = "%x = (DEFINE_VAR:int32 x 0 15)\n%y = (DEFINE_VAR:int32 y 0 6)\n%i = (ADD (MUL %x (CONST:int32 4)) %y)";
+  const UOp *in = parse_with(ctx, prelude, "(SINK (IDIV %i (CONST:int32 4)) (MOD %i (CONST:int32 4)))", __LINE__);
+  const UOp *want = parse_with(ctx, prelude, "(SINK (ADD %x (IDIV %y (CONST:int32 4))) (MOD %y (CONST:int32 4)))", __LINE__);
+  const UOp *once = in ? symbolic_simplify(ctx, in) : NULL, *got = in ? uj_simplify(ctx, in) : NULL;
+  CHECK(once && once != want, "one walk stops short (else this case tests nothing)");
+  char *g = got ? text_print(ctx, got) : NULL, *w = want ? text_print(ctx, want) : NULL;
+  CHECK(got == want, "uj_simplify: the fixpoint\n got:  %s\n want: %s", g ? g : uj_error(ctx), w ? w : "");
+  CHECK(got && uj_simplify(ctx, got) == got, "simplifying the result again gives it back");
+  free(g), free(w);
+  for (uint32_t k = 0; got && k < 2; k++) check_values(ctx, in->src[k], got->src[k], "fixpoint");
+}
+
 int main(void) {
   const char *cases_path = getenv("UJ_SYMBOLIC_CASES"); /* another case file, for debugging */
   char *text = read_file(cases_path ? cases_path : UJ_TEST_DATA "/symbolic.txt");
@@ -208,6 +224,7 @@ int main(void) {
   }
   for (size_t i = 0; i < sizeof graph_cases / sizeof *graph_cases; i++)
     run_graph_case(ctx, (int)i), cases++;
+  test_fixpoint(ctx);
   printf("%d cases\n", cases);
   prove_report("test_symbolic", &proofs);
   CHECK(cases >= 100, "only %d cases", cases);

@@ -5,7 +5,9 @@
  * number in the walk: tables as long as the walk, not the context);
  * a replacement a rule returns is itself rewritten (its new nodes bottom-up)
  * before it stands for the node it replaced. An explicit stack replaces
- * recursion, so graph depth is bounded by memory, not by the C stack. */
+ * recursion, so graph depth is bounded by memory, not by the C stack.
+ * graph_rewrite_fixpoint walks again where the sharing the rules saw
+ * changed, until it does not. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +42,8 @@ typedef struct Walk {
   Frame *stack;
   size_t top, cap_stack;
   size_t budget;   /* rule applications left before giving up */
+  const Topo *clean_of; /* graph_rewrite_fixpoint: nodes of this graph whose */
+  const unsigned char *clean; /* byte (by place) is set stand for themselves */
 } Walk;
 
 /* u's entry, made (empty) when u has none; NULL when out of memory. A
@@ -89,6 +93,8 @@ static bool enter(Walk *w, const UOp *u) {
   Entry *e = entry_add(w, u);
   if (!e) return false;
   if (e->memo) return true;
+  uint32_t at = w->clean ? topo_at(w->clean_of, u) : NODEMAP_NONE;
+  if (at != NODEMAP_NONE && w->clean[at]) return e->memo = u, true; /* no rule can fire on it again */
   if (e->busy) {
     ctx_set_error(w->rw.ctx, "rewrite rules cycle: a %s node rewrites to itself",
                   op_table[u->op].name);
@@ -176,18 +182,75 @@ static bool step(Walk *w, Frame f) {
   return false;
 }
 
-const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user) {
-  Walk w = {.rw = {.ctx = ctx, .rules = rs, .user = user}, .num = nodemap_make(ctx)};
-  w.rw.walk = &w;
-  bool ok = mark_shared(&w, root);
-  w.budget = 64 * (w.num.count + 1024);
-  ok = ok && enter(&w, root);
-  while (ok && w.top) ok = step(&w, w.stack[--w.top]);
-  const UOp *out = ok ? memo_of(&w, root) : NULL;
+/* One walk from root; the walk's tables are kept for the caller (w_free). */
+static const UOp *walk_run(Walk *w, Ctx *ctx, const UOp *root, const RuleSet *rs, void *user) {
+  *w = (Walk){.rw = {.ctx = ctx, .rules = rs, .user = user}, .num = nodemap_make(ctx), .clean_of = w->clean_of,
+              .clean = w->clean};
+  w->rw.walk = w;
+  bool ok = mark_shared(w, root);
+  w->budget = 64 * (w->num.count + 1024);
+  ok = ok && enter(w, root);
+  while (ok && w->top) ok = step(w, w->stack[--w->top]);
+  const UOp *out = ok ? memo_of(w, root) : NULL;
   if (!ok && !ctx->error[0]) ctx_set_error(ctx, "out of memory rewriting a graph");
-  nodemap_free(&w.num);
-  free(w.entries);
-  free(w.stack);
+  return out;
+}
+
+static void walk_free(Walk *w) {
+  nodemap_free(&w->num);
+  free(w->entries);
+  free(w->stack);
+}
+
+const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user) {
+  Walk w = {0};
+  const UOp *out = walk_run(&w, ctx, root, rs, user);
+  walk_free(&w);
+  return out;
+}
+
+/* Where the result of walk w may not be a fixpoint: by place in t (the
+ * result's nodes), the nodes whose sharing differs from what the rules saw
+ * (a rule that weighs sizes may decide otherwise now) and every node above
+ * them; false (nothing marked) when there are none. */
+static bool unsettled(const Walk *w, const Topo *t, unsigned char *dirty) {
+  uint32_t *users = calloc(t->n ? t->n : 1, sizeof *users);
+  if (!users) return false;
+  for (size_t k = 0; k < t->n; k++)
+    for (uint32_t i = 0; i < t->nodes[k]->nsrc; i++) {
+      bool again = false; /* a user naming a source twice counts once, as mark_shared */
+      for (uint32_t j = 0; j < i && !again; j++) again = t->nodes[k]->src[j] == t->nodes[k]->src[i];
+      if (!again) users[topo_at(t, t->nodes[k]->src[i])]++;
+    }
+  bool any = false;
+  for (size_t k = 0; k < t->n; k++) {
+    const Entry *e = entry_find(w, t->nodes[k]);
+    dirty[k] = (e && e->shared) != (users[k] > 1);
+    for (uint32_t i = 0; i < t->nodes[k]->nsrc && !dirty[k]; i++) dirty[k] = dirty[topo_at(t, t->nodes[k]->src[i])];
+    any |= dirty[k];
+  }
+  free(users);
+  return any;
+}
+
+const UOp *graph_rewrite_fixpoint(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user) {
+  enum { MAX_PASSES = 16 };
+  Topo t = {0};
+  unsigned char *clean = NULL;
+  const UOp *out = root;
+  for (int pass = 0; out && pass < MAX_PASSES; pass++) {
+    Walk w = {.clean_of = clean ? &t : NULL, .clean = clean};
+    out = walk_run(&w, ctx, out, rs, user);
+    Topo next = {0};
+    unsigned char *dirty = out && topo_make(ctx, out, &next) ? malloc(next.n ? next.n : 1) : NULL;
+    bool again = dirty && unsettled(&w, &next, dirty);
+    walk_free(&w);
+    topo_free(&t), free(clean);
+    t = next, clean = dirty;
+    for (size_t k = 0; again && k < t.n; k++) clean[k] = !clean[k];
+    if (!again) break;
+  }
+  topo_free(&t), free(clean);
   return out;
 }
 

@@ -64,6 +64,15 @@ const UOp *ruleset_apply(Rewriter *rw, const UOp *u);
 /* Rewrites the graph under root to a fixpoint; NULL with the error set
  * when out of memory or when the rules do not converge. */
 const UOp *graph_rewrite(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user);
+/* graph_rewrite, then again where its result may not be a fixpoint: a
+ * rule that weighs sizes saw nodes as shared (or not) by the input graph
+ * (rewrite_is_shared), and rewriting changes who uses what (IDIV(4x + y, 4)
+ * declined to copy 4x + y while MOD(4x + y, 4) used it too, until the MOD
+ * became MOD(y, 4)). Each further walk rewrites only the nodes at or above
+ * one whose sharing changed, the rest standing for themselves; it stops
+ * when none changed (at most 16 walks). The result: rewriting it again
+ * gives it back. */
+const UOp *graph_rewrite_fixpoint(Ctx *ctx, const UOp *root, const RuleSet *rs, void *user);
 
 /* Replaces nodes of the graph under root by identity: in source-first
  * order, each node u is rebuilt on its sources' results (`rebuilt`, u

@@ -241,6 +241,15 @@ const UOp *symbolic_simplify(Ctx *ctx, const UOp *root) {
   return graph_rewrite(ctx, root, ctx->symbolic_rules, NULL);
 }
 
+/* The public simplify promises a fixpoint (docs/symbolic.md): simplifying
+ * its result again gives it back (graph_rewrite_fixpoint). */
+static const UOp *symbolic_simplify_fixpoint(Ctx *ctx, const UOp *root) {
+  if (!ctx->symbolic_rules)
+    ctx->symbolic_rules = ruleset_new(ctx, symbolic_rules, sizeof symbolic_rules / sizeof *symbolic_rules);
+  if (!ctx->symbolic_rules) return NULL;
+  return graph_rewrite_fixpoint(ctx, root, ctx->symbolic_rules, NULL);
+}
+
 const uj_uop *uj_simplify(uj_ctx *ctx, const uj_uop *root) {
   if (!root) {
     ctx_set_error(ctx, "uj_simplify: no graph");
@@ -248,5 +257,5 @@ const uj_uop *uj_simplify(uj_ctx *ctx, const uj_uop *root) {
   }
   ctx_clear_error(ctx);
   if (!spec_check_graph(ctx, root)) return NULL;
-  return symbolic_simplify(ctx, root);
+  return symbolic_simplify_fixpoint(ctx, root);
 }
