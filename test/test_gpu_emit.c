@@ -165,6 +165,23 @@ static void test_grid(Ctx *ctx, GpuRun *g) {
         "grid kernel in AMDGCN:\n%s", gcn ? gcn : uj_error(ctx));
   free(gcn);
   if (k) test_archs(ctx, k);
+  /* the bound n * 1 is simplified before rendering, which makes the RANGE
+   * another node: it is still the grid's x (by its axis number), not a
+   * loop that every thread would run whole */
+  const UOp *k1 = uj_parse(ctx,
+                           "%i = (RANGE global 0 (MUL (DEFINE_VAR:int32 n 1 1048576) (CONST:int32 1)))\n"
+                           "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (LOAD (INDEX (PARAM:float32* 1) %i)))))",
+                           "grid, bound simplified");
+  ptx = k1 ? uj_emit(ctx, k1, UJ_EMIT_PTX, "sm_90", NULL) : NULL;
+  CHECK(ptx && strstr(ptx, "%ctaid.x") && strstr(ptx, "%tid.x"), "a simplified bound keeps its grid index:\n%s", ptx ? ptx : uj_error(ctx));
+  free(ptx);
+  const UOp *twice = uj_parse(ctx,
+                              "%a = (RANGE global 0 (CONST:int32 8))\n%b = (RANGE global 0 (CONST:int32 16))\n"
+                              "(SINK (END %a (STORE (INDEX (PARAM:float32* 0) %a) (CONST:float32 1.0)))"
+                              " (END %b (STORE (INDEX (PARAM:float32* 1) %b) (CONST:float32 2.0))))",
+                              "two RANGEs, one axis number");
+  CHECK(twice && !uj_emit(ctx, twice, UJ_EMIT_PTX, "sm_90", NULL) && strstr(uj_error(ctx), "one axis number"),
+        "two grid RANGEs with one axis number are refused: %s", uj_error(ctx));
   /* an int8 grid index is compared with its bound at 32 bits, then narrowed */
   const UOp *k8 = uj_parse(ctx, "%i = (RANGE global 0 (CONST:int8 100))\n"
                                "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (CONST:float32 1.0))))", "grid8");

@@ -48,6 +48,10 @@ bool grid_open(const Renderer *r, const KernelGrid *g, const UOp *range, LLVMVal
     ctx_set_error(r->ctx, "render: a `local` RANGE's bound must be a constant: it is the workgroup's size");
     return false;
   }
+  if (g->clash) {
+    ctx_set_error(r->ctx, "render: two `global` or `local` RANGEs with one axis number: each grid dimension needs its own");
+    return false;
+  }
   int dim = kernel_grid_dim(g, range);
   if (dim < 0 && kind == AXIS_LOCAL) {
     ctx_set_error(r->ctx, "render: a workgroup of more than 3 `local` RANGEs (a GPU block has 3 dimensions)");

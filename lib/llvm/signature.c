@@ -125,9 +125,11 @@ bool kernel_sig_build(Ctx *ctx, const UOp *root, KernelSig *out) {
 /* The ENDs' RANGEs of kind `kind`, each once, in the order a walk of the
  * effects from the root meets them (outer before inner); the last three
  * go on x, y, z. */
-static void grid_put(const UOp **dims, unsigned *n, bool *more, const UOp *range) {
-  for (unsigned i = 0; i < *n; i++)
+static void grid_put(KernelGrid *g, const UOp **dims, unsigned *n, bool *more, const UOp *range) {
+  for (unsigned i = 0; i < *n; i++) {
     if (dims[i] == range) return;
+    if (dims[i]->ints[0] == range->ints[0]) g->clash = true; /* two RANGEs, one axis number */
+  }
   if (*n == 3) memmove(dims, dims + 1, 2 * sizeof *dims), --*n, *more = true; /* an outer one drops out */
   dims[(*n)++] = range;
 }
@@ -144,8 +146,8 @@ bool kernel_grid(Ctx *ctx, const UOp *root, KernelGrid *g) {
     if (u->op != UJ_OP_SINK && u->op != UJ_OP_END && u->op != UJ_OP_BARRIER) continue;
     if (u->op == UJ_OP_END && u->src[0]->op == UJ_OP_RANGE) {
       AxisKind kind = range_kind(u->src[0]);
-      if (kind == AXIS_GLOBAL) grid_put(g->global, &g->nglobal, &more_global, u->src[0]);
-      if (kind == AXIS_LOCAL) grid_put(g->local, &g->nlocal, &g->too_many_locals, u->src[0]);
+      if (kind == AXIS_GLOBAL) grid_put(g, g->global, &g->nglobal, &more_global, u->src[0]);
+      if (kind == AXIS_LOCAL) grid_put(g, g->local, &g->nlocal, &g->too_many_locals, u->src[0]);
     }
     if (top + u->nsrc > cap) {
       cap = 2 * (top + u->nsrc);
@@ -168,12 +170,15 @@ bool kernel_grid(Ctx *ctx, const UOp *root, KernelGrid *g) {
   return true;
 }
 
+/* By kind and axis number, not by pointer: the renderer meets the RANGE
+ * in the lowered kernel, where simplifying its bound (n * 1) made it
+ * another node; the signature's grid is the kernel's as given. */
 int kernel_grid_dim(const KernelGrid *g, const UOp *range) {
   bool local = range_kind(range) == AXIS_LOCAL;
   const UOp *const *dims = local ? g->local : g->global;
   unsigned n = local ? g->nlocal : g->nglobal;
   for (unsigned i = 0; i < n; i++)
-    if (dims[i] == range) return (int)i;
+    if (dims[i] == range || (dims[i]->nints && range->nints && dims[i]->ints[0] == range->ints[0])) return (int)i;
   return -1;
 }
 

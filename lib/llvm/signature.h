@@ -38,6 +38,7 @@ typedef struct KernelGrid {
   unsigned nglobal, nlocal;
   bool workgroups;
   bool too_many_locals; /* a fourth `local` RANGE: the renderer refuses it */
+  bool clash;           /* two grid RANGEs with one axis number: refused too */
 } KernelGrid;
 
 typedef struct KernelSig {
@@ -61,7 +62,9 @@ const UOp *kernel_parallel_range(const UOp *root);
 /* The grid of the kernel under root (kernel_sig_build sets sig->grid);
  * false when out of memory (error set). */
 bool kernel_grid(Ctx *ctx, const UOp *root, KernelGrid *out);
-/* The dimension range is on (0 x, 1 y, 2 z), or -1: not on the grid. */
+/* The dimension range is on (0 x, 1 y, 2 z), or -1: not on the grid; a
+ * RANGE of the same kind and axis number is the same (the lowered kernel
+ * may have rebuilt it). */
 int kernel_grid_dim(const KernelGrid *g, const UOp *range);
 /* The index of var `name` in sig->vars, or -1. */
 long kernel_sig_var(const KernelSig *sig, const char *name);

@@ -71,8 +71,10 @@ typedef struct DeviceOps {
    * queues; NULL: nothing), first thing in device_close: work issued and
    * not synchronized is dropped. */
   void (*close)(Device *d);
-  /* Its memory is host memory: the pool poisons it under AddressSanitizer
-   * (never a device address, which has no shadow in the host). */
+  /* Its memory is host memory that nothing reads once the pool holds it:
+   * the pool poisons it under AddressSanitizer (never a device address,
+   * which has no shadow in the host, nor memory a deferred launch may
+   * still read in queue order: EVAL's). */
   bool host_memory;
 } DeviceOps;
 

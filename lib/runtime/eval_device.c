@@ -172,5 +172,5 @@ const DeviceOps eval_device_ops = {
   .program_free = eval_program_free,
   .synchronize = eval_synchronize,
   .close = eval_close,
-  .host_memory = true,
+  .host_memory = false, /* host memory, but a deferred launch may still read a block the pool holds (in queue order, as a GPU's would): not poisoned */
 };
