@@ -122,16 +122,26 @@ bool kernel_sig_build(Ctx *ctx, const UOp *root, KernelSig *out) {
   return ok;
 }
 
-/* The ENDs' RANGEs of kind `kind`, each once, in the order a walk of the
- * effects from the root meets them (outer before inner); the last three
- * go on x, y, z. */
-static void grid_put(KernelGrid *g, const UOp **dims, unsigned *n, bool *more, const UOp *range) {
+/* Puts range among the dims of its kind met so far (outer before inner),
+ * each once; past three the outermost drops out (a loop). True when one
+ * dropped out. */
+static bool grid_put(KernelGrid *g, const UOp **dims, unsigned *n, const UOp *range) {
   for (unsigned i = 0; i < *n; i++) {
-    if (dims[i] == range) return;
+    if (dims[i] == range) return false;
     if (dims[i]->ints[0] == range->ints[0]) g->clash = true; /* two RANGEs, one axis number */
   }
-  if (*n == 3) memmove(dims, dims + 1, 2 * sizeof *dims), --*n, *more = true; /* an outer one drops out */
+  bool drop = *n == 3;
+  if (drop) memmove(dims, dims + 1, 2 * sizeof *dims), --*n;
   dims[(*n)++] = range;
+  return drop;
+}
+
+/* The innermost (met last) first: on x. */
+static void reverse(const UOp **dims, unsigned n) {
+  for (unsigned d = 0; d < n / 2; d++) {
+    const UOp *t = dims[d];
+    dims[d] = dims[n - 1 - d], dims[n - 1 - d] = t;
+  }
 }
 
 bool kernel_grid(Ctx *ctx, const UOp *root, KernelGrid *g) {
@@ -140,14 +150,13 @@ bool kernel_grid(Ctx *ctx, const UOp *root, KernelGrid *g) {
   const UOp **stack = malloc(cap * sizeof *stack);
   if (!stack) return ctx_set_error(ctx, "kernel: out of memory"), false;
   stack[top++] = root;
-  bool more_global = false;
-  while (top) {
+  while (top) { /* the effects from the root, the first effect met first */
     const UOp *u = stack[--top];
     if (u->op != UJ_OP_SINK && u->op != UJ_OP_END && u->op != UJ_OP_BARRIER) continue;
     if (u->op == UJ_OP_END && u->src[0]->op == UJ_OP_RANGE) {
       AxisKind kind = range_kind(u->src[0]);
-      if (kind == AXIS_GLOBAL) grid_put(g, g->global, &g->nglobal, &more_global, u->src[0]);
-      if (kind == AXIS_LOCAL) grid_put(g, g->local, &g->nlocal, &g->too_many_locals, u->src[0]);
+      if (kind == AXIS_GLOBAL) grid_put(g, g->global, &g->nglobal, u->src[0]);
+      if (kind == AXIS_LOCAL) g->too_many_locals |= grid_put(g, g->local, &g->nlocal, u->src[0]);
     }
     if (top + u->nsrc > cap) {
       cap = 2 * (top + u->nsrc);
@@ -155,18 +164,11 @@ bool kernel_grid(Ctx *ctx, const UOp *root, KernelGrid *g) {
       if (!s) return free(stack), ctx_set_error(ctx, "kernel: out of memory"), false;
       stack = s;
     }
-    for (uint32_t i = u->nsrc; i-- > (u->op == UJ_OP_END);) stack[top++] = u->src[i]; /* the first effect is met first */
+    for (uint32_t i = u->nsrc; i-- > (u->op == UJ_OP_END);) stack[top++] = u->src[i];
   }
   free(stack);
   g->workgroups = g->nlocal > 0;
-  for (unsigned d = 0; d < g->nglobal / 2; d++) { /* innermost (met last) on x */
-    const UOp *t = g->global[d];
-    g->global[d] = g->global[g->nglobal - 1 - d], g->global[g->nglobal - 1 - d] = t;
-  }
-  for (unsigned d = 0; d < g->nlocal / 2; d++) {
-    const UOp *t = g->local[d];
-    g->local[d] = g->local[g->nlocal - 1 - d], g->local[g->nlocal - 1 - d] = t;
-  }
+  reverse(g->global, g->nglobal), reverse(g->local, g->nlocal);
   return true;
 }
 
@@ -178,7 +180,7 @@ int kernel_grid_dim(const KernelGrid *g, const UOp *range) {
   const UOp *const *dims = local ? g->local : g->global;
   unsigned n = local ? g->nlocal : g->nglobal;
   for (unsigned i = 0; i < n; i++)
-    if (dims[i] == range || (dims[i]->nints && range->nints && dims[i]->ints[0] == range->ints[0])) return (int)i;
+    if (dims[i]->ints[0] == range->ints[0]) return (int)i; /* a RANGE's arg is its kind and one axis number */
   return -1;
 }
 

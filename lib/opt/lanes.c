@@ -121,19 +121,21 @@ static const UOp *split_nested(Ctx *ctx, const UOp *root) {
  * docs/semantics.md; the integer ADD and MUL, wrapping: a ring), or it is
  * a float sum and the target allows reassociation (docs/semantics.md,
  * "Reassociation": the result is then within the evaluator's bound). */
-static bool order_free(const UOp *reduce, bool reassociate) {
+static bool float_sum(const UOp *reduce) {
   Op op = opt_reduce_op(reduce);
-  if (dt_is_float(reduce->dtype)) return op == UJ_OP_MAX || (reassociate && (op == UJ_OP_ADD || op == UJ_OP_MULACC));
-  return op == UJ_OP_MAX || op == UJ_OP_ADD || op == UJ_OP_MUL;
+  return dt_is_float(reduce->dtype) && (op == UJ_OP_ADD || op == UJ_OP_MULACC);
+}
+
+static bool order_free(const UOp *reduce, bool reassociate) {
+  if (float_sum(reduce)) return reassociate;
+  Op op = opt_reduce_op(reduce);
+  return op == UJ_OP_MAX || (!dt_is_float(reduce->dtype) && (op == UJ_OP_ADD || op == UJ_OP_MUL));
 }
 
 /* The lanes of the order-free form: a float sum's LANES_WIDTH (its lane
  * j adds the elements 16c + j, in order of c: the order the tensor API
  * used to write into graphs), 32 for the others. */
-static unsigned free_width(const UOp *reduce) {
-  Op op = opt_reduce_op(reduce);
-  return dt_is_float(reduce->dtype) && (op == UJ_OP_ADD || op == UJ_OP_MULACC) ? LANES_WIDTH : LANES_FREE_WIDTH;
-}
+static unsigned free_width(const UOp *reduce) { return float_sum(reduce) ? LANES_WIDTH : LANES_FREE_WIDTH; }
 
 /* Whether idx is r + (something without r): down the ADDs, each time
  * into the one source that reads r (a loop: an index may be deep). */
@@ -172,17 +174,23 @@ static bool loads_consecutive(Ctx *ctx, const UOp *x, const UOp *r) {
  * register tiles reading each element once (docs/opt.md); lanes would
  * split its dot products instead. A sum of an elementwise value (a row
  * sum, softmax's, a variance) reads each element for one output. */
+/* Drops from ranges[0 .. *n) those reduce binds. */
+static void unbind(const UOp **ranges, size_t *n, const UOp *reduce) {
+  for (uint32_t k = 1; k < reduce->nsrc; k++)
+    for (size_t o = 0; o < *n;)
+      if (ranges[o] == reduce->src[k]) ranges[o] = ranges[--*n];
+      else o++;
+}
+
 static bool shared_loads(Ctx *ctx, const UOp *root, const UOp *x, const UOp *r) {
   const UOp **nodes = NULL, *outer[LANES_MAX_RANGES];
   size_t count = uop_toposort(ctx, x, &nodes), nouter = 0;
-  for (size_t i = 0; i < count && nouter < LANES_MAX_RANGES; i++) {
-    bool bound = nodes[i] == r; /* by root, or by a REDUCE inside x (softmax's maximum): not an output's */
-    for (uint32_t k = 1; k < root->nsrc && !bound; k++) bound = nodes[i] == root->src[k];
-    for (size_t j = i + 1; j < count && !bound && nodes[i]->op == UJ_OP_RANGE; j++)
-      for (uint32_t k = 1; nodes[j]->op == UJ_OP_REDUCE && k < nodes[j]->nsrc && !bound; k++) bound = nodes[j]->src[k] == nodes[i];
-    if (nodes[i]->op == UJ_OP_RANGE && !bound) outer[nouter++] = nodes[i];
-  }
   bool shared = count == 0;
+  for (size_t i = 0; i < count && nouter < LANES_MAX_RANGES; i++) /* the RANGEs x reads */
+    if (nodes[i]->op == UJ_OP_RANGE) outer[nouter++] = nodes[i];
+  unbind(outer, &nouter, root); /* those root or a REDUCE inside x binds (softmax's maximum) are no output's */
+  for (size_t i = 0; i < count; i++)
+    if (nodes[i]->op == UJ_OP_REDUCE) unbind(outer, &nouter, nodes[i]);
   for (size_t i = 0; i < count && !shared; i++) {
     if (nodes[i]->op != UJ_OP_LOAD || !opt_contains(ctx, nodes[i], r)) continue;
     for (size_t o = 0; o < nouter && !shared; o++) shared = !opt_contains(ctx, nodes[i], outer[o]);

@@ -234,20 +234,16 @@ static const Rule symbolic_rules[] = {
   {"(ADD|MUL|AND|OR|XOR|MAX|CMPNE|CMPEQ x y)", rw_commute},  // f(c, x) -> f(x, c)
 };
 
-const UOp *symbolic_simplify(Ctx *ctx, const UOp *root) {
+/* The rule set, compiled on the context's first use. */
+static const RuleSet *rules_of(Ctx *ctx) {
   if (!ctx->symbolic_rules)
     ctx->symbolic_rules = ruleset_new(ctx, symbolic_rules, sizeof symbolic_rules / sizeof *symbolic_rules);
-  if (!ctx->symbolic_rules) return NULL;
-  return graph_rewrite(ctx, root, ctx->symbolic_rules, NULL);
+  return ctx->symbolic_rules;
 }
 
-/* The public simplify promises a fixpoint (docs/symbolic.md): simplifying
- * its result again gives it back (graph_rewrite_fixpoint). */
-static const UOp *symbolic_simplify_fixpoint(Ctx *ctx, const UOp *root) {
-  if (!ctx->symbolic_rules)
-    ctx->symbolic_rules = ruleset_new(ctx, symbolic_rules, sizeof symbolic_rules / sizeof *symbolic_rules);
-  if (!ctx->symbolic_rules) return NULL;
-  return graph_rewrite_fixpoint(ctx, root, ctx->symbolic_rules, NULL);
+const UOp *symbolic_simplify(Ctx *ctx, const UOp *root) {
+  const RuleSet *rs = rules_of(ctx);
+  return rs ? graph_rewrite(ctx, root, rs, NULL) : NULL;
 }
 
 const uj_uop *uj_simplify(uj_ctx *ctx, const uj_uop *root) {
@@ -257,5 +253,7 @@ const uj_uop *uj_simplify(uj_ctx *ctx, const uj_uop *root) {
   }
   ctx_clear_error(ctx);
   if (!spec_check_graph(ctx, root)) return NULL;
-  return symbolic_simplify_fixpoint(ctx, root);
+  /* the public simplify promises a fixpoint (docs/symbolic.md): simplifying its result again gives it back */
+  const RuleSet *rs = rules_of(ctx);
+  return rs ? graph_rewrite_fixpoint(ctx, root, rs, NULL) : NULL;
 }

@@ -35,7 +35,7 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   for (size_t i = 1; i < n; i++)
     if (ts[i]->s != s) return tensor_fail(s, "realize", "the tensors belong to different sessions"), UJ_ERR_ARG;
   tensor_collect_buffers(s);
-  tensor_collect_nodes(s, false);
+  tensor_collect_nodes(s);
   Schedule *sch = schedule_of(s, ts, n);
   bool ok = sch && runtime_run(s->device, sch, &s->buffers);
   for (size_t i = 0; ok && i < n; i++) {

@@ -60,7 +60,10 @@ static const UOp *argmax(uj_session *s, const UOp *x, int64_t axis) {
   return best ? node_alu(s, UJ_OP_SUB, node_full(s, best->dtype, (double)len, best->shape, best->ndim), best) : NULL;
 }
 
-enum { SUM_BLOCK = 1024, SUM_BLOCKED_MIN = 1 << 16 };
+/* A sum is blocked over SUM_BLOCKED_MIN elements or more, a multiple of
+ * SUM_BLOCK chunks of a multiple of SUM_CHUNK_STEP each (the CPU's lanes
+ * then split every chunk without a remainder). */
+enum { SUM_BLOCK = 1024, SUM_BLOCKED_MIN = 1 << 16, SUM_CHUNK_STEP = 16 };
 
 /* x reshaped; a product (of factors of its shape) stays a product of
  * reshaped factors, so that a sum of it still fuses its multiply-adds
@@ -87,7 +90,7 @@ static const UOp *reduced_shape(uj_session *s, const UOp *total, const UOp *x, c
  * evaluator's (docs/tensor.md, "Reductions"); each target's optimizer
  * chooses how to regroup a float sum within the error bound (the CPU's
  * lanes, opt/lanes.h; a GPU's workgroups). One thing is chosen here: a
- * long float sum (count >= 2^16, a multiple of SUM_BLOCK * 16, over
+ * long float sum (count >= 2^16, a multiple of SUM_BLOCK * SUM_CHUNK_STEP, over
  * trailing axes) is cut into SUM_BLOCK contiguous chunks, each summed in
  * a kernel of its own (a STAGE: threads split the chunks, each streams
  * its own; one float32 accumulator stops growing at 2^24 ones), then the
@@ -100,7 +103,7 @@ static const UOp *sum_in(uj_session *s, const UOp *x, const int64_t *ax, unsigne
   bool trailing = dt_is_float(x->dtype) && n > 0 && x->ndim - n + 2 <= UJ_MAX_DIMS;
   for (unsigned i = 0; i < n; i++) count *= x->shape[ax[i]], trailing &= ax[i] == x->ndim - n + i;
   unsigned lead = x->ndim - n;
-  if (!trailing || count < SUM_BLOCKED_MIN || count % (SUM_BLOCK * 16)) return node_reduce(s, UJ_OP_ADD, x, ax, n);
+  if (!trailing || count < SUM_BLOCKED_MIN || count % (SUM_BLOCK * SUM_CHUNK_STEP)) return node_reduce(s, UJ_OP_ADD, x, ax, n);
   int64_t shape[UJ_MAX_DIMS], chunk = lead + 1, cols = lead;
   memcpy(shape, x->shape, lead * sizeof *shape);
   shape[lead] = SUM_BLOCK, shape[lead + 1] = count / SUM_BLOCK;

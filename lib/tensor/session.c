@@ -204,8 +204,8 @@ void tensor_collect_buffers(uj_session *s) {
 /* The realized map is by node id: its keys and views are kept as roots and
  * entered again under their new ids (never higher than the old: the map
  * has room for them). */
-void tensor_collect_nodes(uj_session *s, bool force) {
-  if (!force && s->ctx->nnodes < s->collect_at) return;
+void tensor_collect_nodes(uj_session *s) {
+  if (s->ctx->nnodes < s->collect_at) return;
   RootSet r = {0};
   size_t nknown = s->nknown;
   const UOp **keys = malloc((nknown ? nknown : 1) * sizeof *keys);

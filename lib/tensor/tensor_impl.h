@@ -61,9 +61,9 @@ void tensor_collect_buffers(uj_session *s);
  * program needs, once the context holds twice what the last collection
  * kept (at least SESSION_COLLECT_MIN nodes): a session that builds and
  * realizes graphs again and again holds flat memory. Nothing happens when
- * out of memory. force: whatever the count. */
+ * out of memory. */
 enum { SESSION_COLLECT_MIN = 1 << 16 };
-void tensor_collect_nodes(uj_session *s, bool force);
+void tensor_collect_nodes(uj_session *s);
 /* Records that node's value is in view (a RESHAPE of a BUFFER). */
 bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view);
 /* Forgets the realized node known_ids[k] names (its entry cleared; the
