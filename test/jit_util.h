@@ -9,7 +9,13 @@
  * evaluator's error bounds (jit_within_bounds_of: the kernel may regroup
  * float reductions, docs/semantics.md "Reassociation"); and the 64 bytes
  * after each JIT buffer (a canary) must be untouched. A mismatch prints the
- * slot, the element, both values and the kernel. */
+ * slot, the element, both values and the kernel.
+ *
+ * Each diff also runs the list the JIT rendered (codegen/linear.h) through
+ * eval_linear, in 3 parts where the CPU splits the kernel among threads:
+ * it must give the JIT's words bit for bit (within `ulps` for float64
+ * transcendentals, which the JIT leaves to libm), so the renderer emits
+ * exactly the list. */
 #ifndef UJ_TEST_JIT_UTIL_H
 #define UJ_TEST_JIT_UTIL_H
 
@@ -17,6 +23,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "llvm/listing.h"
 #include "uop/alu.h"
 #include "uop/eval.h"
 #include "uop/eval_bound.h"
@@ -81,6 +88,39 @@ static inline bool jit_compare(const JitBuffers *b, unsigned char **got, unsigne
  * optimized copy of it) through the JIT on copies of b's memory. vars:
  * values of the kernel's variables, sorted by name (as uj_run). bounded:
  * compare within the evaluator's bounds (the inputs exact), not ulps. */
+/* The kernel's list run by eval_linear on copies of b's memory, against
+ * the JIT's buffers `jit`. */
+static inline bool jit_linear_check(Ctx *ctx, const UOp *kernel, const JitBuffers *b, unsigned char **jit,
+                                    const char *const *var_names, const int64_t *vars, size_t nvars, uint64_t ulps,
+                                    const char *what) {
+  Linear l;
+  if (!pipeline_listing(ctx, kernel, "cpu", NULL, &l)) {
+    CHECK(false, "%s: linearize fails: %s", what, uj_error(ctx));
+    return false;
+  }
+  unsigned char *mine[JIT_MAX_SLOTS] = {0};
+  void *params[JIT_MAX_SLOTS] = {0};
+  size_t bytes[JIT_MAX_SLOTS] = {0};
+  for (int i = 0; i < b->n; i++) {
+    bytes[i] = b->count[i] * elem_bytes(b->dtype[i]);
+    params[i] = mine[i] = malloc(bytes[i] + 1);
+    memcpy(mine[i], b->init[i], bytes[i]);
+  }
+  LinearArgs a = {params, bytes, (size_t)b->n, var_names, vars, nvars, 0, 1};
+  bool ok = true;
+  int parts = l.part ? 3 : 1;
+  for (int k = 0; k < parts && ok; k++) {
+    a.part = k, a.nparts = parts;
+    ok = eval_linear(ctx, &l, &a);
+    CHECK(ok, "%s: eval_linear (part %d of %d) fails: %s", what, k, parts, uj_error(ctx));
+  }
+  if (ok) ok = jit_compare(b, mine, jit, ulps, NULL, what);
+  CHECK(ok, "%s: eval_linear differs from the JIT (above: eval_linear got, the JIT wanted)", what);
+  for (int i = 0; i < b->n; i++) free(mine[i]);
+  linear_free(&l);
+  return ok;
+}
+
 static inline bool jit_diff(Ctx *ctx, const UOp *reference, const UOp *kernel, const JitBuffers *b,
                             const char *const *var_names, const int64_t *vars, size_t nvars, uint64_t ulps,
                             bool bounded, const char *what) {
@@ -117,6 +157,7 @@ static inline bool jit_diff(Ctx *ctx, const UOp *reference, const UOp *kernel, c
     ok = false;
   }
   if (ok) ok = jit_compare(b, got, want, ulps, bounded ? errs : NULL, what);
+  if (ok) ok = jit_linear_check(ctx, kernel, b, got, var_names, vars, nvars, ulps, what);
   for (int i = 0; ok && i < b->n; i++) {
     const unsigned char *canary = got[i] + b->count[i] * elem_bytes(b->dtype[i]);
     for (int k = 0; k < JIT_CANARY && ok; k++) ok = canary[k] == 0xa5;

@@ -11,6 +11,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "llvm/pipeline.h"
+#include "llvm/listing.h"
 #include "codegen/offsets.h"
 #include "codegen/transcendental.h"
 #include "llvm/render.h"
@@ -229,28 +230,38 @@ static const UOp *lower_kernel(Ctx *ctx, const UOp *kernel, const Target *t, Onl
   return k;
 }
 
-LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, const PipelineRequest *req,
-                               KernelSig *sig) {
-  int debug = pipeline_debug_level();
+bool pipeline_linearize(Ctx *ctx, const UOp *kernel, const PipelineRequest *req, KernelSig *sig, Linear *out) {
   if (!kernel || kernel->id >= ctx->nnodes || ctx->nodes[kernel->id] != kernel) {
     ctx_set_error(ctx, "compile: the kernel is not a node of this context");
-    return NULL;
+    return false;
   }
   /* the signature is the kernel's as given: what the simplifier drops
    * stays a parameter, so the host passes what it sees in its graph */
-  if (!spec_check_graph(ctx, kernel) || !kernel_sig_build(ctx, kernel, sig)) return NULL;
+  if (!spec_check_graph(ctx, kernel) || !kernel_sig_build(ctx, kernel, sig)) return false;
   OnlineMax *online = NULL;
   size_t nonline = 0;
   const UOp *k = lower_kernel(ctx, kernel, req->target, &online, &nonline);
-  if (!k) return free(online), kernel_sig_free(sig), NULL;
-  if (debug >= 2) debug_uops(ctx, k, req);
+  if (k && pipeline_debug_level() >= 2) debug_uops(ctx, k, req);
+  /* a CPU kernel runs in parts (the CPU target's split: codegen/parts.h) */
+  const UOp *split = k && !target_hooks[req->target->kind].grid ? kernel_parallel_range(k) : NULL;
+  sig->parallel = split != NULL;
+  bool ok = k && linearize(ctx, k, online, nonline, split, out);
+  free(online);
+  if (!ok) kernel_sig_free(sig);
+  return ok;
+}
+
+LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, const PipelineRequest *req,
+                               KernelSig *sig) {
+  int debug = pipeline_debug_level();
+  Linear list;
+  if (!pipeline_linearize(ctx, kernel, req, sig, &list)) return NULL;
   /* the target's data layout from the start: allocas take its address
    * space, and the passes see it rather than LLVM's default */
-  sig->parallel = !target_hooks[req->target->kind].grid && kernel_parallel_range(k);
   LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(req->tm);
-  LLVMModuleRef mod = render_kernel(ctx, lc, req->target, layout, k, sig, req->name, online, nonline);
+  LLVMModuleRef mod = render_kernel(ctx, lc, req->target, layout, &list, sig, req->name);
   LLVMDisposeTargetData(layout);
-  free(online);
+  linear_free(&list);
   if (mod && debug >= 3) debug_ir(mod, "LLVM IR", req);
   if (mod && req->ir_before) *req->ir_before = pipeline_ir_text(mod);
   if (mod && req->optimize && !optimize(ctx, mod, req)) LLVMDisposeModule(mod), mod = NULL;
@@ -277,5 +288,17 @@ bool pipeline_emit(Ctx *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm, LLVMCod
   LLVMDisposeMemoryBuffer(buf);
   if (!*out) return ctx_set_error(ctx, "emit: out of memory"), false;
   if (len) *len = n;
+  return true;
+}
+
+bool pipeline_listing(Ctx *ctx, const UOp *kernel, const char *kind, const char *arch, Linear *out) {
+  int k = 0;
+  while (k < TARGET_COUNT && strcmp(target_kind_names[k], kind)) k++;
+  if (k == TARGET_COUNT) return ctx_set_error(ctx, "listing: no target kind '%s' (cpu, nvptx, amdgpu)", kind), false;
+  Target t;
+  KernelSig sig;
+  PipelineRequest req = {.target = &t, .name = "listing"};
+  if (!target_init(ctx, (TargetKind)k, arch, &t) || !pipeline_linearize(ctx, kernel, &req, &sig, out)) return false;
+  kernel_sig_free(&sig);
   return true;
 }

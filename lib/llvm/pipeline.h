@@ -1,8 +1,9 @@
 /* pipeline.h — the compilation of one kernel, every pass in order, and the
  * emission of its stages (IR, assembly, PTX, object code).
  *
- *   kernel UOps ─ check ─ simplify ─ lower (GPU: float64 transcendentals)
- *     ─ signature ─ render + verify ─ LLVM passes ─ module
+ *   kernel UOps ─ check ─ signature ─ simplify ─ lower (transcendentals
+ *     the target lacks) ─ linearize (codegen/linear.h) ─ render + verify
+ *     ─ LLVM passes ─ module
  *
  * The passes: on the CPU, O2's without the partial unrolling of vector
  * loops (pipeline.c says why); on GPUs, default<O2>.
@@ -15,6 +16,7 @@
 
 #include <llvm-c/TargetMachine.h>
 
+#include "codegen/linear.h"
 #include "llvm/signature.h"
 #include "llvm/target.h"
 
@@ -27,6 +29,10 @@ typedef struct PipelineRequest {
   const char *display_name; /* the user's name in UJ_DEBUG dumps; NULL: name */
 } PipelineRequest;
 
+/* The kernel checked, its signature built, lowered for req->target and
+ * linearized (codegen/linear.h): what pipeline_compile renders. False
+ * with the error set (sig freed). */
+bool pipeline_linearize(Ctx *ctx, const UOp *kernel, const PipelineRequest *req, KernelSig *sig, Linear *out);
 LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, const PipelineRequest *req,
                                KernelSig *sig);
 /* Code for the target machine: assembly or an object file, in a malloc'd

@@ -1,8 +1,8 @@
 /* render.h — the one renderer: a kernel of UOps to an LLVM module, through
  * the LLVM C API, for any of the three targets (target.h).
  *
- * In: a kernel (a SINK of STOREs and ENDs over PARAMs, checked against the
- * op table and by kernel_sig_build) and a Target. Out: a module holding one
+ * In: a kernel's list (codegen/linear.h: the lowered kernel, checked
+ * against the op table and by kernel_sig_build) and a Target. Out: a module holding one
  * function named `name` — on the CPU `void name(void **args, int64_t *vars)`
  * calling an inlined body `name.body(params..., vars...)`; on NVPTX and
  * AMDGPU a kernel `name(params..., vars...)` whose first three GLOBAL
@@ -11,21 +11,20 @@
  * float-to-int, NaN-propagating MAX, fused MULACC). The module is verified.
  *
  * render_alu.c holds the value ops; render.c the structure (function,
- * loops, memory). Both share the Renderer below. */
+ * loops, memory) item by item. Both share the Renderer below. */
 #ifndef UJ_LLVM_RENDER_H
 #define UJ_LLVM_RENDER_H
 
 #include <llvm-c/Core.h>
 
-#include "codegen/online.h"
+#include "codegen/linear.h"
 #include "llvm/hooks.h"
 #include "llvm/signature.h"
 #include "llvm/target.h"
 
-/* online[0 .. nonline): the kernel's running maxima with their rescales
- * lowered for the target (codegen/online.h). */
-LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, LLVMTargetDataRef layout, const UOp *root,
-                            const KernelSig *sig, const char *name, const OnlineMax *online, size_t nonline);
+/* The kernel's list (codegen/linear.h), item by item. */
+LLVMModuleRef render_kernel(Ctx *ctx, LLVMContextRef lc, const Target *t, LLVMTargetDataRef layout, const Linear *l,
+                            const KernelSig *sig, const char *name);
 
 /* ---- shared by render.c and render_alu.c ---- */
 typedef struct Renderer {

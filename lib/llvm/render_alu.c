@@ -65,11 +65,16 @@ static LLVMValueRef call1(const Renderer *r, const char *name, DType d, LLVMValu
 }
 
 /* IDIV and MOD with the guarded divisor: x/0 = all ones, x%0 = x,
- * MIN/-1 = MIN (= 0 - MIN), MIN%-1 = 0. */
+ * MIN/-1 = MIN (= 0 - MIN), MIN%-1 = 0; no guard where the divisor's
+ * bounds say it is at least 1. */
 static LLVMValueRef alu_divmod(const Renderer *r, const UOp *u, LLVMValueRef a, LLVMValueRef b) {
   DType d = u->dtype;
   bool is_signed = dt_is_signed(d);
   LLVMBuilderRef B = r->b;
+  if (u->src[1]->bounded && u->src[1]->vmin >= 1) {
+    if (u->op == UJ_OP_MOD) return is_signed ? LLVMBuildSRem(B, a, b, "") : LLVMBuildURem(B, a, b, "");
+    return is_signed ? LLVMBuildSDiv(B, a, b, "") : LLVMBuildUDiv(B, a, b, "");
+  }
   LLVMValueRef by_zero = LLVMBuildICmp(B, LLVMIntEQ, b, int_const(r, d, 0), "");
   LLVMValueRef by_minus1 = is_signed ? LLVMBuildICmp(B, LLVMIntEQ, b, int_const(r, d, -1), "") : NULL;
   LLVMValueRef bad = is_signed ? LLVMBuildOr(B, by_zero, by_minus1, "") : by_zero;
