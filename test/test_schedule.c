@@ -248,6 +248,59 @@ static void test_assign(void) {
   uj_session_free(s);
 }
 
+/* Kernels scheduling root makes for a target (its description d). */
+static size_t kernels_for(uj_session *s, const uj_tensor *t, const TargetDesc *d, bool *fused_product) {
+  ScheduleTarget target = {"CPU", 64, {0}};
+  target.opt.desc = d;
+  int64_t next = 5000;
+  const UOp *root = t->node;
+  Schedule *sch = schedule_make(s->ctx, &root, 1, NULL, NULL, NULL, &next, &target, NULL);
+  CHECK(sch != NULL, "schedule for %s: %s", d->name, uj_session_error(s));
+  size_t n = sch ? sch->nitems : 0;
+  schedule_free(sch);
+  if (fused_product) { /* the session's own schedule (the host's CPU row) */
+    char *text = uj_tensor_schedule_text((uj_tensor *)t, "uops");
+    *fused_product = text && strstr(text, "MULACC");
+    free(text);
+  }
+  return n;
+}
+
+/* Long float sums in two stages, as each target's description says
+ * (TargetDesc.sum_chunks; schedule_split_sums): the CPU's chunks are a
+ * multiple of 16 (its lanes), a GPU's any length; a target that splits
+ * none keeps one kernel; integer sums and short ones stay whole; a sum of
+ * products keeps its fused multiply-adds. */
+static void test_split_sums(uj_session *s) {
+  const TargetDesc *avx2 = target_desc_cpu(32), *gpu = target_desc_find("sm_90");
+  TargetDesc whole = *avx2;
+  whole.sum_chunks = 0;
+  uj_tensor *x = uj_tensor_rand(s, (int64_t[]){2, 1 << 16}, 2, 9), *odd = uj_tensor_rand(s, (int64_t[]){1024 * 65}, 1, 10);
+  uj_tensor *rows = uj_tensor_reduce(UJ_RED_SUM, x, (int[]){1}, 1, false);
+  uj_tensor *all = uj_tensor_reduce(UJ_RED_SUM, odd, NULL, 0, false);
+  uj_tensor *cols = uj_tensor_reduce(UJ_RED_SUM, x, (int[]){0}, 1, false);
+  uj_tensor *ints = uj_tensor_reduce(UJ_RED_SUM, uj_tensor_cast(x, UJ_INT32), (int[]){1}, 1, false);
+  uj_tensor *dot = uj_tensor_reduce(UJ_RED_SUM, uj_tensor_binary(UJ_BIN_MUL, x, x), (int[]){1}, 1, false);
+  CHECK(kernels_for(s, rows, avx2, NULL) == 2, "rows of 2^16 on the CPU: chunks, then partials");
+  CHECK(kernels_for(s, rows, &whole, NULL) == 1, "rows of 2^16, a target that splits none: one kernel");
+  CHECK(kernels_for(s, rows, gpu, NULL) == 2, "rows of 2^16 on sm_90: two stages");
+  CHECK(kernels_for(s, all, avx2, NULL) == 1, "1024 * 65 on the CPU: not a multiple of 1024 * 16, whole");
+  CHECK(kernels_for(s, all, gpu, NULL) == 2, "1024 * 65 on sm_90: chunks of 65");
+  CHECK(kernels_for(s, cols, avx2, NULL) == 1, "a sum over a leading axis: whole");
+  CHECK(kernels_for(s, ints, avx2, NULL) == 1, "an int32 sum of 2^16: whole");
+  bool fused = false;
+  CHECK(kernels_for(s, dot, avx2, &fused) == 2 && fused, "sum(x * x) of 2^16: two stages, still a MULACC");
+  double want = 0, got;
+  float *xs = malloc(sizeof(float) << 17);
+  CHECK(xs && uj_tensor_to_host(x, xs, sizeof(float) << 17) == UJ_OK, "read x");
+  for (int i = 0; xs && i < 1 << 16; i++) want += xs[i];
+  float r[2];
+  CHECK(uj_tensor_to_host(rows, r, sizeof r) == UJ_OK, "rows: %s", uj_session_error(s));
+  got = r[0];
+  CHECK(fabs(got - want) <= 1e-6 * (1 << 16), "the first row's sum: %g, want %g", got, want);
+  free(xs);
+}
+
 int main(void) {
   cpu.opt.desc = target_desc_cpu(32);
   uj_session *s = uj_session_new(NULL, NULL);
@@ -258,6 +311,7 @@ int main(void) {
   test_simple_indices(s);
   test_memory_plan(s);
   test_independent(s);
+  test_split_sums(s);
   uj_session_free(s);
   test_memory_released();
   test_assign();

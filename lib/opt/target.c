@@ -17,7 +17,8 @@
 #define CPU_ROW(nm, width)                                                                          \
   {.name = nm, .kind = TARGET_DESC_CPU, .vector_bytes = width, .index_bits = 64, .l1_bytes = 32 << 10, \
    .l2_bytes = 2048 << 10, .stack_bytes = 1 << 20, .max_threads = 1, .max_block = {1, 1, 1},           \
-   .max_grid = {UINT32_MAX, 1, 1}, .reassociate = true}
+   .max_grid = {UINT32_MAX, 1, 1}, .reassociate = true, .sum_chunks = 1024, .sum_chunk_step = 16,      \
+   .sum_split_min = 1 << 16}
 
 static const TargetDesc rows[] = {
     CPU_ROW("cpu-sse", 16),
@@ -26,11 +27,11 @@ static const TargetDesc rows[] = {
     {.name = "sm_90", .kind = TARGET_DESC_GPU, .cores = 132, .vector_bytes = 16, .index_bits = 32,
      .l1_bytes = 256 << 10, .l2_bytes = 50 << 20, .stack_bytes = 512 << 10, .warp = 32, .max_threads = 1024,
      .max_block = {1024, 1024, 64}, .max_grid = {0x7fffffff, 65535, 65535}, .shared_bytes = 48 << 10,
-     .regs = 255, .reassociate = true},
+     .regs = 255, .reassociate = true, .sum_chunks = 1024, .sum_chunk_step = 1, .sum_split_min = 1 << 16},
     {.name = "gfx942", .kind = TARGET_DESC_GPU, .cores = 304, .vector_bytes = 16, .index_bits = 32,
      .l1_bytes = 32 << 10, .l2_bytes = 4 << 20, .stack_bytes = 128 << 10, .warp = 64, .max_threads = 1024,
      .max_block = {1024, 1024, 1024}, .max_grid = {0xffffffff, 65535, 65535}, .shared_bytes = 64 << 10,
-     .regs = 512, .reassociate = true},
+     .regs = 512, .reassociate = true, .sum_chunks = 1024, .sum_chunk_step = 1, .sum_split_min = 1 << 16},
 };
 
 const TargetDesc *target_desc_cpu(unsigned vector_bytes) {

@@ -41,6 +41,12 @@ typedef struct TargetDesc {
   const TensorCoreShape *tensor_cores;
   size_t ntensor_cores;
   bool reassociate; /* the optimizer may regroup float reductions (docs/semantics.md "Reassociation") */
+  /* long float sums in two stages (schedule_split_sums): a sum over
+   * trailing axes of sum_split_min elements or more, a multiple of
+   * sum_chunks * sum_chunk_step, as sum_chunks contiguous chunks summed in
+   * a kernel of their own, then their partials; sum_chunks 0: never */
+  unsigned sum_chunks, sum_chunk_step;
+  int64_t sum_split_min;
 } TargetDesc;
 
 /* The host CPU's row for a vector width (16, 32 or 64 bytes; another

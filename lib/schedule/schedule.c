@@ -582,7 +582,8 @@ static bool plan_deps(Schedule *s) {
 static const UOp *cut_and_kernel(Scheduler *st, const UOp *sink, const UOp *const *into) {
   Ctx *ctx = st->ctx;
   Cuts cuts = {.num = nodemap_make(ctx)};
-  bool ok = find_cuts(ctx, sink, into, &cuts) && schedule_fuse_online(ctx, &sink, &cuts, st->target) &&
+  sink = schedule_split_sums(ctx, sink, st->target->opt.desc);
+  bool ok = sink && find_cuts(ctx, sink, into, &cuts) && schedule_fuse_online(ctx, &sink, &cuts, st->target) &&
             budget_cuts(ctx, sink, &cuts);
   st->cuts = &cuts;
   sink = ok ? graph_substitute(ctx, sink, wrap_cut, st) : NULL;

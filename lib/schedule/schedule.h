@@ -94,6 +94,11 @@ const UOp *schedule_view_buffer(const UOp *view);
  * an element for attention's d = 64). For the cuts and fuse.c. */
 bool schedule_is_costly(const UOp *u);
 
+/* split.c: the long float sums of the graph under sink cut in two stages
+ * as target t wants them (TargetDesc.sum_chunks; docs/schedule.md "Long
+ * sums"); sink itself when t splits none; NULL with the error set. */
+const UOp *schedule_split_sums(Ctx *ctx, const UOp *sink, const TargetDesc *t);
+
 /* ---- kernel size ---- */
 
 /* The most a kernel holds, in schedule_weight (about the instructions its

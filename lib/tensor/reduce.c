@@ -60,60 +60,14 @@ static const UOp *argmax(uj_session *s, const UOp *x, int64_t axis) {
   return best ? node_alu(s, UJ_OP_SUB, node_full(s, best->dtype, (double)len, best->shape, best->ndim), best) : NULL;
 }
 
-/* A sum is blocked over SUM_BLOCKED_MIN elements or more, a multiple of
- * SUM_BLOCK chunks of a multiple of SUM_CHUNK_STEP each (the CPU's lanes
- * then split every chunk without a remainder). */
-enum { SUM_BLOCK = 1024, SUM_BLOCKED_MIN = 1 << 16, SUM_CHUNK_STEP = 16 };
-
-/* x reshaped; a product (of factors of its shape) stays a product of
- * reshaped factors, so that a sum of it still fuses its multiply-adds
- * (node_reduce: a MULACC reduce). */
-static const UOp *reshape_product(uj_session *s, const UOp *x, const int64_t *shape, unsigned nd) {
-  bool product = x->op == UJ_OP_MUL;
-  for (uint32_t i = 0; product && i < 2; i++)
-    product = x->src[i]->ndim == x->ndim &&
-              !memcmp(x->src[i]->shape, x->shape, x->ndim * sizeof *x->shape);
-  if (!product) return node_reshape(s, x, shape, nd);
-  const UOp *a = node_reshape(s, x->src[0], shape, nd), *b = node_reshape(s, x->src[1], shape, nd);
-  return node_alu(s, UJ_OP_MUL, a, b);
-}
-
-/* total in x's shape with the axes ax[0..n) 1 (a keepdim reduction's). */
-static const UOp *reduced_shape(uj_session *s, const UOp *total, const UOp *x, const int64_t *ax, unsigned n) {
-  int64_t shape[UJ_MAX_DIMS];
-  memcpy(shape, x->shape, x->ndim * sizeof *shape);
-  for (unsigned i = 0; i < n; i++) shape[ax[i]] = 1;
-  return node_reshape(s, total, shape, x->ndim);
-}
-
 /* A sum over axes ax: one REDUCE, "sum over these axes" in C order, the
- * evaluator's (docs/tensor.md, "Reductions"); each target's optimizer
- * chooses how to regroup a float sum within the error bound (the CPU's
- * lanes, opt/lanes.h; a GPU's workgroups). One thing is chosen here: a
- * long float sum (count >= 2^16, a multiple of SUM_BLOCK * SUM_CHUNK_STEP, over
- * trailing axes) is cut into SUM_BLOCK contiguous chunks, each summed in
- * a kernel of its own (a STAGE: threads split the chunks, each streams
- * its own; one float32 accumulator stops growing at 2^24 ones), then the
- * SUM_BLOCK partials. Chunks, not columns: partials down the columns of
- * (count / SUM_BLOCK, SUM_BLOCK) read a block of columns a row at a time,
- * a few hundred bytes of each 4 KiB row, which no prefetcher follows. */
-static const UOp *sum_in(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
-  if (!x) return NULL;
-  int64_t count = 1;
-  bool trailing = dt_is_float(x->dtype) && n > 0 && x->ndim - n + 2 <= UJ_MAX_DIMS;
-  for (unsigned i = 0; i < n; i++) count *= x->shape[ax[i]], trailing &= ax[i] == x->ndim - n + i;
-  unsigned lead = x->ndim - n;
-  if (!trailing || count < SUM_BLOCKED_MIN || count % (SUM_BLOCK * SUM_CHUNK_STEP)) return node_reduce(s, UJ_OP_ADD, x, ax, n);
-  int64_t shape[UJ_MAX_DIMS], chunk = lead + 1, cols = lead;
-  memcpy(shape, x->shape, lead * sizeof *shape);
-  shape[lead] = SUM_BLOCK, shape[lead + 1] = count / SUM_BLOCK;
-  const UOp *partial = node_reduce(s, UJ_OP_ADD, reshape_product(s, x, shape, lead + 2), &chunk, 1);
-  partial = partial ? tensor_node(s, "sum", UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
-  partial = partial ? node_reshape(s, partial, shape, lead + 1) : NULL;
-  return reduced_shape(s, partial ? node_reduce(s, UJ_OP_ADD, partial, &cols, 1) : NULL, x, ax, n);
+ * evaluator's (docs/tensor.md, "Reductions"); each target chooses how to
+ * regroup a float sum within the error bound (the CPU's lanes,
+ * opt/lanes.h; a GPU's workgroups; long sums in two stages, the
+ * scheduler's schedule_split_sums). */
+static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) {
+  return node_reduce(s, UJ_OP_ADD, x, ax, n);
 }
-
-static const UOp *sum_node(uj_session *s, const UOp *x, const int64_t *ax, unsigned n) { return sum_in(s, x, ax, n); }
 
 static const UOp *reduce_node(uj_session *s, uj_reduceop op, const UOp *x, const int64_t *ax, unsigned n) {
   switch (op) {

@@ -1,0 +1,84 @@
+/* split.c — long float sums in two stages, as the target wants them
+ * (schedule.h, schedule_split_sums; docs/schedule.md "Long sums").
+ *
+ * In: the graph to schedule and the target's description. Out: each float
+ * sum over trailing axes of at least TargetDesc.sum_split_min elements (a
+ * multiple of sum_chunks * sum_chunk_step) viewed as (sum_chunks,
+ * L / sum_chunks): a STAGE of the sum of each contiguous chunk, then the
+ * sum of those partials, in the REDUCE's shape. The tensor graph says
+ * "sum over these axes"; this regrouping is the target's (within the
+ * evaluator's bound, docs/semantics.md "Reassociation"). */
+#include <string.h>
+
+#include "schedule/schedule.h"
+#include "uop/movement.h"
+#include "uop/spec.h"
+
+enum { SPLIT_MAX_DIMS = 64 }; /* a sum over more axes than fit here stays whole */
+
+typedef struct Split {
+  Ctx *ctx;
+  const TargetDesc *t;
+} Split;
+
+/* A tensor node, checked against the op table; NULL with the error set. */
+static const UOp *node(Ctx *ctx, Op op, DType d, const UOp *const *src, size_t n, Arg arg) {
+  for (size_t i = 0; i < n; i++)
+    if (!src[i]) return NULL;
+  const UOp *u = uop_new(ctx, op, d, src, n, arg);
+  char buf[256];
+  const char *err = u ? spec_node_error(u, buf, sizeof buf) : "out of memory";
+  if (err) ctx_set_error(ctx, "schedule: splitting a sum: %s", err);
+  return err ? NULL : u;
+}
+
+static const UOp *reshape(Ctx *ctx, const UOp *x, const int64_t *shape, unsigned nd) {
+  if (!x || (x->ndim == nd && !memcmp(x->shape, shape, nd * sizeof *shape))) return x;
+  DType d = x->dtype;
+  if (x->op == UJ_OP_RESHAPE) x = x->src[0]; /* a reshape of a reshape is one (of a BUFFER: its view) */
+  return node(ctx, UJ_OP_RESHAPE, d, &x, 1, (Arg){NULL, shape, nd});
+}
+
+/* x reshaped; a product of two like-shaped factors stays a product of
+ * reshaped factors, so that its sum still fuses (a MULACC REDUCE). */
+static const UOp *reshape_product(Ctx *ctx, const UOp *x, const int64_t *shape, unsigned nd) {
+  bool product = x->op == UJ_OP_MUL;
+  for (uint32_t i = 0; product && i < 2; i++)
+    product = x->src[i]->ndim == x->ndim && !memcmp(x->src[i]->shape, x->shape, x->ndim * sizeof *x->shape);
+  if (!product) return reshape(ctx, x, shape, nd);
+  const UOp *ab[2] = {reshape(ctx, x->src[0], shape, nd), reshape(ctx, x->src[1], shape, nd)};
+  return node(ctx, UJ_OP_MUL, x->dtype, ab, 2, arg_none());
+}
+
+static const UOp *reduce(Ctx *ctx, const char *name, const UOp *x, int64_t axis) {
+  return node(ctx, UJ_OP_REDUCE, x ? x->dtype : dt_scalar(UJ_VOID), &x, 1, (Arg){name, &axis, 1});
+}
+
+static const UOp *split_sum(void *user, const UOp *u, const UOp *rebuilt) {
+  const Split *sp = user;
+  const TargetDesc *t = sp->t;
+  const UOp *x = rebuilt->op == UJ_OP_REDUCE ? rebuilt->src[0] : NULL;
+  (void)u;
+  if (!x || rebuilt->nsrc != 1 || !dt_is_float(rebuilt->dtype)) return rebuilt;
+  if (strcmp(rebuilt->name, "ADD") && strcmp(rebuilt->name, "MULACC")) return rebuilt;
+  unsigned n = rebuilt->nints, lead = x->ndim - n;
+  int64_t count = 1;
+  bool trailing = n > 0 && lead + 2 <= SPLIT_MAX_DIMS;
+  for (unsigned i = 0; i < n; i++) count *= x->shape[rebuilt->ints[i]], trailing &= rebuilt->ints[i] == lead + i;
+  int64_t block = (int64_t)t->sum_chunks * (t->sum_chunk_step ? t->sum_chunk_step : 1);
+  if (!trailing || count < (int64_t)t->sum_split_min || count % block) return rebuilt;
+  Ctx *ctx = sp->ctx;
+  int64_t shape[SPLIT_MAX_DIMS];
+  memcpy(shape, x->shape, lead * sizeof *shape);
+  shape[lead] = t->sum_chunks, shape[lead + 1] = count / t->sum_chunks;
+  const UOp *partial = reduce(ctx, rebuilt->name, reshape_product(ctx, x, shape, lead + 2), lead + 1);
+  partial = partial ? node(ctx, UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
+  const UOp *total = reduce(ctx, "ADD", reshape(ctx, partial, shape, lead + 1), lead);
+  return total ? reshape(ctx, total, rebuilt->shape, rebuilt->ndim) : NULL;
+}
+
+const UOp *schedule_split_sums(Ctx *ctx, const UOp *sink, const TargetDesc *t) {
+  if (!t || !t->sum_chunks) return sink;
+  Split sp = {ctx, t};
+  return graph_substitute(ctx, sink, split_sum, &sp);
+}
