@@ -12,6 +12,13 @@
 
 /* The attention of q, k, v (b, h, t, d) with mask (t, t) added to the
  * scaled scores (NULL: none), in float64. */
+/* The session's device is the CPU (UJ_DEVICE unset or CPU; ctest also
+ * runs this on EVAL). */
+static bool on_cpu(void) {
+  const char *d = getenv("UJ_DEVICE");
+  return !d || !*d || !strcmp(d, "CPU");
+}
+
 static double *reference(const double *q, const double *k, const double *v, const double *mask, int64_t bh, int64_t t,
                          int64_t d) {
   double *out = malloc((size_t)(bh * t * d) * sizeof *out), *s = malloc((size_t)t * sizeof *s);
@@ -55,9 +62,10 @@ static void check(uj_session *s, Rng *r, int64_t b, int64_t h, int64_t t, int64_
     free(m);
   }
   uj_tensor *out = uj_tensor_matmul(uj_tensor_softmax(scores, -1), v);
-  /* in chunks of 16 (t a multiple), k is first copied transposed (its lanes then load one vector) */
+  /* in chunks of 16 (t a multiple), k is first copied transposed (its lanes then load one vector);
+   * the CPU's schedule (on EVAL, shaped for sm_90, attention is not one kernel yet) */
   size_t kernels = t % 16 == 0 && t >= 32 ? 2 : 1;
-  CHECK(uj_tensor_kernel_count(out) == kernels, "%s: %zu kernels, want %zu", what, uj_tensor_kernel_count(out), kernels);
+  CHECK(!on_cpu() || uj_tensor_kernel_count(out) == kernels, "%s: %zu kernels, want %zu", what, uj_tensor_kernel_count(out), kernels);
   double *want = reference(hq, hk, hv, hm, b * h, t, d);
   expect(s, out, SHAPE(b, h, t, d), want, BOUNDED, what);
   free(hq), free(hk), free(hv), free(hm), free(want);
@@ -82,7 +90,7 @@ static void check_block(uj_session *s, Rng *r, int64_t t, int64_t c, int64_t hea
                                        tf32(s, SHAPE(t, t), m));
   uj_tensor *att = uj_tensor_matmul(uj_tensor_softmax(scores, -1), proj[2]);
   uj_tensor *y = uj_tensor_matmul(uj_tensor_reshape(uj_tensor_transpose(att, 0, 1), SHAPE(t, c)), w[3]);
-  CHECK(uj_tensor_kernel_count(y) == 6, "attention block: %zu kernels, want 6", uj_tensor_kernel_count(y));
+  CHECK(!on_cpu() || uj_tensor_kernel_count(y) == 6, "attention block: %zu kernels, want 6", uj_tensor_kernel_count(y));
   double *p[3], *heads_out = malloc((size_t)(t * c) * sizeof *heads_out), *want = malloc((size_t)(t * c) * sizeof *want);
   for (int i = 0; i < 3; i++) { /* (heads, t, d) */
     p[i] = malloc((size_t)(t * c) * sizeof *p[i]);
@@ -112,8 +120,8 @@ static void check_block(uj_session *s, Rng *r, int64_t t, int64_t c, int64_t hea
 
 int main(void) {
   const char *err = NULL;
-  uj_session *s = uj_session_new("CPU", &err);
-  if (!s) return fprintf(stderr, "no CPU session: %s\n", err), 1;
+  uj_session *s = uj_session_new(NULL, &err);
+  if (!s) return fprintf(stderr, "no session: %s\n", err), 1;
   Rng r = {0x5eed};
   check(s, &r, 1, 2, 37, 8, 0);  /* not a multiple of the chunk: one loop over j */
   check(s, &r, 2, 3, 64, 64, 0); /* in chunks of 16, the whole row of the output in registers */

@@ -327,6 +327,20 @@ static void test_sessions(void) {
   CHECK(uj_session_new("CUDA", &why) == NULL && why && strstr(why, "not supported"), "CUDA: %s",
         why ? why : "(no reason)");
   CHECK(uj_session_new("NOPE", NULL) == NULL, "a NULL error pointer is allowed");
+  /* no name: UJ_DEVICE, else the CPU */
+  const char *env = getenv("UJ_DEVICE");
+  char saved[64] = "";
+  if (env) snprintf(saved, sizeof saved, "%s", env);
+  setenv("UJ_DEVICE", "NOPE", 1);
+  why = NULL;
+  CHECK(uj_session_new(NULL, &why) == NULL && why && strstr(why, "UJ_DEVICE names an unknown device"), "UJ_DEVICE=NOPE: %s",
+        why ? why : "(no reason)");
+  setenv("UJ_DEVICE", "EVAL", 1);
+  uj_session *ev = uj_session_new(NULL, &why);
+  CHECK(ev != NULL, "UJ_DEVICE=EVAL: %s", why ? why : "");
+  uj_session_free(ev);
+  if (env) setenv("UJ_DEVICE", saved, 1);
+  else unsetenv("UJ_DEVICE");
   uj_session *a = uj_session_new(NULL, &why), *b = uj_session_new("CPU", &why);
   CHECK(a && b, "CPU sessions");
   if (!a || !b) {

@@ -431,7 +431,7 @@ static void test_cat_exact_and_wide(uj_session *s) {
 
 int main(int argc, char **argv) {
   const char *error = NULL;
-  uj_session *s = uj_session_new("CPU", &error);
+  uj_session *s = uj_session_new(NULL, &error);
   CHECK(s != NULL, "session: %s", error ? error : "?");
   if (!s) return check_report("test_tensor_movement");
 

@@ -30,8 +30,11 @@ typedef struct uj_tensor uj_tensor;
 enum { UJ_MAX_DIMS = 8 }; /* the most axes a tensor of this API has */
 
 /* ---- sessions ---- */
-/* device: "CPU" (or NULL). NULL when the device is unknown or absent; the
- * reason is then in *error (may be NULL) as a static string. */
+/* device: "CPU", or "EVAL" (the reference evaluator as a device shaped for
+ * sm_90: workgroups, barriers, race checks; an interpreter, for tests);
+ * NULL: the environment's UJ_DEVICE, else "CPU". NULL when the device is
+ * unknown or absent; the reason is then in *error (may be NULL) as a
+ * static string. */
 uj_session *uj_session_new(const char *device, const char **error);
 void uj_session_free(uj_session *s);
 const char *uj_session_error(const uj_session *s); /* "" when none */

@@ -24,7 +24,9 @@ static const Backend backends[] = {
 };
 
 Device *device_open(Ctx *ctx, const char *name, const char **error) {
-  const char *want = name ? name : "CPU";
+  const char *env = getenv("UJ_DEVICE");
+  bool from_env = !name && env && *env;
+  const char *want = name ? name : from_env ? env : "CPU";
   for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
     if (strcmp(backends[i].name, want) != 0) continue;
     if (!backends[i].ops) return *error = "device is not supported by this build yet (CPU is)", NULL;
@@ -36,7 +38,9 @@ Device *device_open(Ctx *ctx, const char *name, const char **error) {
     d->pool.limit = memory && memory / 8 < POOL_MAX_BYTES ? memory / 8 : POOL_MAX_BYTES;
     return d;
   }
-  return *error = "unknown device (known: CPU, EVAL, CUDA, AMD)", NULL;
+  *error = from_env ? "UJ_DEVICE names an unknown device (known: CPU, EVAL, CUDA, AMD)"
+                    : "unknown device (known: CPU, EVAL, CUDA, AMD)";
+  return NULL;
 }
 
 size_t device_host_memory_bytes(void) {

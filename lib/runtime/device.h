@@ -115,7 +115,9 @@ struct Device {
   void *state;           /* the backend's own (its queues, its driver's handles) */
 };
 
-/* NULL when the device is unknown or absent, with the reason in *error. */
+/* The device by name; name NULL: UJ_DEVICE from the environment, else
+ * "CPU". NULL when the device is unknown or absent, with the reason in
+ * *error. */
 Device *device_open(Ctx *ctx, const char *name, const char **error);
 /* Frees its programs and the memory in its pool. */
 void device_close(Device *d);
