@@ -196,6 +196,69 @@ static void check_workgroups(Ctx *ctx) {
   CHECK(up && count_op(ctx, up, UJ_OP_RANGE, "local") == 0, "the CPU: no workgroup");
 }
 
+/* A row's outputs after its REDUCEs (a softmax: max, then the sum of
+ * exp(x - max) that reads it; a layernorm: mean, then the variance that
+ * reads it, then 1 / sqrt(var + eps)), fused, shaped for a GPU: one
+ * workgroup a row, each REDUCE a tree in a `local` ALLOC of its own read
+ * by every thread after a BARRIER, the row's scalars in `reg` ALLOCs,
+ * the outputs shared out in a `loop`; the evaluator runs it race-free and
+ * within the bound; a row too long for one workgroup is left alone. */
+static void check_row_groups(Ctx *ctx) {
+  static const char *const rows[2] = {
+      "%%i = (RANGE loop 0 (CONST:int32 %d))\n%%j = (RANGE loop 1 (CONST:int32 %d))\n"
+      "%%a = (RANGE reduce 2 (CONST:int32 %d))\n%%b = (RANGE reduce 3 (CONST:int32 %d))\n"
+      "%%m = (REDUCE MAX (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%i (CONST:int32 %d)) %%a))) %%a)\n"
+      "%%s = (REDUCE ADD (EXP2 (SUB (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%i (CONST:int32 %d)) %%b))) %%m)) %%b)\n"
+      "(SINK (END %%i (END %%j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %%i (CONST:int32 %d)) %%j))"
+      " (FDIV (EXP2 (SUB (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%i (CONST:int32 %d)) %%j))) %%m)) %%s)))))",
+      "%%i = (RANGE loop 0 (CONST:int32 %d))\n%%j = (RANGE loop 1 (CONST:int32 %d))\n"
+      "%%a = (RANGE reduce 2 (CONST:int32 %d))\n%%b = (RANGE reduce 3 (CONST:int32 %d))\n"
+      "%%m = (FDIV (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%i (CONST:int32 %d)) %%a))) %%a) (CONST:float32 %d.0))\n"
+      "%%e = (SUB (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%i (CONST:int32 %d)) %%b))) %%m)\n"
+      "%%v = (FDIV (REDUCE MULACC (MUL %%e %%e) %%b) (CONST:float32 %d.0))\n"
+      "(SINK (END %%i (END %%j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %%i (CONST:int32 %d)) %%j))"
+      " (FDIV (SUB (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%i (CONST:int32 %d)) %%j))) %%m)"
+      " (SQRT (ADD %%v (CONST:float32 0.00001))))))))"};
+  const char *names[2] = {"softmax", "layernorm"};
+  const char *gpus[2] = {"sm_90", "gfx942"};
+  for (int r = 0; r < 2; r++) {
+    int n = 300, m = 6;
+    char text[2048];
+    if (r == 0) snprintf(text, sizeof text, rows[0], m, n, n, n, n, n, n, n);
+    else snprintf(text, sizeof text, rows[1], m, n, n, n, n, n, n, n, n, n);
+    const UOp *k = uj_parse(ctx, text, names[r]);
+    CHECK(k != NULL, "%s: %s", names[r], uj_error(ctx));
+    for (int g = 0; k && g < 2; g++) {
+      const UOp *up = opt_kernel(ctx, k, &(OptTarget){.desc = target_desc_find(gpus[g])});
+      char what[96];
+      snprintf(what, sizeof what, "%s rows of %d shaped for %s", names[r], n, gpus[g]);
+      CHECK(up && count_op(ctx, up, UJ_OP_RANGE, "local") == 1 && count_op(ctx, up, UJ_OP_RANGE, "global") == 1 &&
+                count_op(ctx, up, UJ_OP_RANGE, "loop") == 1 && count_op(ctx, up, UJ_OP_BARRIER, NULL) == 1,
+            "%s: a workgroup a row, the outputs a loop of its threads", what);
+      const UOp **nodes = NULL;
+      size_t nn = up ? uop_toposort(ctx, up, &nodes) : 0, local = 0, reg = 0;
+      for (size_t i = 0; i < nn; i++)
+        if (nodes[i]->op == UJ_OP_ALLOC) local += nodes[i]->dtype.space == UJ_AS_LOCAL, reg += nodes[i]->dtype.space == UJ_AS_REG;
+      free(nodes);
+      CHECK(local == 2 && reg == (size_t)(r == 0 ? 0 : 2), "%s: %zu local ALLOCs (2: a REDUCE each), %zu reg (the row's scalars)",
+            what, local, reg);
+      DType f = dt_scalar(UJ_FLOAT32);
+      JitBuffers b = {2, {f, f}, {(size_t)(m * n), (size_t)(m * n)}, {fill(f, (size_t)(m * n), 0), fill_rounding(f, (size_t)(m * n), 7)}};
+      if (up) check_eval_of(ctx, k, up, &b, true, what);
+      else free(b.init[0]), free(b.init[1]);
+      size_t len = 0;
+      char *code = up ? uj_emit(ctx, up, g ? UJ_EMIT_AMDGCN : UJ_EMIT_PTX, gpus[g], &len) : NULL;
+      CHECK(code && len > 0, "%s emits: %s", what, code ? "" : uj_error(ctx));
+      free(code);
+    }
+  }
+  char text[2048];
+  snprintf(text, sizeof text, rows[0], 2, 20000, 20000, 20000, 20000, 20000, 20000, 20000);
+  const UOp *wide = uj_parse(ctx, text, "wide softmax");
+  const UOp *up = wide ? opt_kernel(ctx, wide, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
+  CHECK(up && count_op(ctx, up, UJ_OP_RANGE, "local") == 0, "rows of 20000 outputs: no workgroup (the REDUCEs' own kernels)");
+}
+
 int main(void) {
   Ctx *ctx = uj_ctx_new();
   check_rows();
@@ -208,6 +271,7 @@ int main(void) {
                 "reg");
   check_same_values(ctx);
   check_workgroups(ctx);
+  check_row_groups(ctx);
   uj_ctx_free(ctx);
   return check_report("test_target");
 }

@@ -1,52 +1,87 @@
-/* workgroup.c — a GPU kernel's reduction as a workgroup (opt.h,
- * docs/opt.md "GPU kernels").
+/* workgroup.c — a GPU kernel's rows as workgroups (opt.h, docs/opt.md
+ * "GPU kernels").
  *
- * In: a kernel for a target with workgroups: a nest of single-effect
- * loops around one STORE whose value reads one REDUCE over one RANGE of
- * constant bound B (a row sum, a row max, a GEMV row). Out, when there are
- * too few outputs to give each its own thread (fewer than cores x
- * max_threads) and B is at least a warp: each output is a workgroup of T
- * threads (a power of 2, at most 256 and B); thread l reduces the
- * elements l, l + T, l + 2T, ... (adjacent threads, adjacent elements),
- * stores its partial in a `local` ALLOC, and a tree halves the partials
- * behind a BARRIER a level; thread 0 stores the output. The loops around
- * become `global` (block ids on a GPU). A float ADD is regrouped, so the
- * result is correct within the evaluator's bound (docs/semantics.md,
- * "Reassociation"); MAX and ints give the same words. The evaluator runs
- * the kernel as it will run on the GPU, race checks included. */
+ * In: a kernel for a target with workgroups: a nest of single-effect loops
+ * around either one STORE (a row's value: a row sum, a row max, a GEMV
+ * row) or one loop over a row's outputs (a softmax, a layernorm: the
+ * values of a row's elements), whose value reads REDUCEs, each over one
+ * RANGE of constant bound, none of them over the row's output loop (they
+ * may read each other: a softmax's sum reads its max). Out, when there are
+ * too few rows to give each its own thread (fewer than cores x
+ * max_threads) and the longest bound is at least a warp: each row is a
+ * workgroup of T threads (a power of 2, at most 256 and the longest
+ * bound). Per REDUCE, sources first: thread l reduces the elements l,
+ * l + T, l + 2T, ... (adjacent threads, adjacent elements), stores its
+ * partial in a `local` ALLOC of its own, a tree halves the partials behind
+ * a BARRIER a level, and after one more BARRIER every thread reads the
+ * total (the REDUCEs that read it, and the outputs, use that). A single
+ * STORE is thread 0's; a row's outputs are shared out like the elements
+ * (output l, l + T, ...). The loops around become `global` (block ids on
+ * a GPU). A float ADD is regrouped, so the result is correct within the
+ * evaluator's bound (docs/semantics.md, "Reassociation"); MAX and ints
+ * give the same words. The evaluator runs the kernel as it will run on
+ * the GPU, race checks included. */
 #include <stdlib.h>
 
 #include "opt/graph.h"
 #include "opt/opt.h"
 #include "uop/alu.h"
 
-enum { MAX_NEST = 8, MAX_GROUP_THREADS = 256 };
+enum { MAX_NEST = 8, MAX_GROUP_THREADS = 256, MAX_REDUCES = 8 };
+enum { MAX_ROW_OUTPUTS = MAX_GROUP_THREADS * 64 };
+enum { MAX_PARTS = 16, MAX_EFFECTS = MAX_REDUCES * (2 * 8 + 2) + MAX_PARTS + 1 }; /* a REDUCE's tree: 2 a level, 8 levels */ /* a row's outputs a workgroup writes, at most */
 
-/* The nest: its ENDs outermost first, the STORE, the one REDUCE its value
- * reads; false when the kernel is not such a nest. */
-static bool find_nest(Ctx *ctx, const UOp *kernel, const UOp **ends, size_t *nends, const UOp **store,
-                      const UOp **reduce) {
-  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
-  *nends = 0;
-  while (e && e->op == UJ_OP_END && e->nsrc == 2 && *nends < MAX_NEST) {
-    AxisKind k = range_kind(e->src[0]);
-    if (k != AXIS_LOOP && k != AXIS_GLOBAL) return false;
-    ends[(*nends)++] = e;
-    e = e->src[1];
-  }
-  if (!e || e->op != UJ_OP_STORE || e->src[1]->dtype.lanes != 1) return false;
-  *store = e;
-  const UOp **reads = NULL;
-  size_t n = opt_reduces_read(ctx, e->src[1], true, &reads);
-  const UOp *r = n == 1 ? reads[0] : NULL;
-  free(reads);
-  if (!r || r->nsrc != 2 || range_kind(r->src[1]) != AXIS_REDUCE || opt_const_bound(r->src[1]) <= 0) return false;
+typedef struct Rows {
+  const UOp *ends[MAX_NEST]; /* the loops around the rows, outermost first */
+  size_t nends;
+  const UOp *outputs;        /* END(j, STORE) over a row's outputs, or NULL: one STORE a row */
+  const UOp *store;
+  const UOp *reduces[MAX_REDUCES]; /* every REDUCE the value reads, sources first */
+  size_t nreduces;
+} Rows;
+
+static bool reduce_ok(const UOp *r) {
   Op op = opt_reduce_op(r);
-  if (op != UJ_OP_ADD && op != UJ_OP_MAX && op != UJ_OP_MUL && op != UJ_OP_MULACC) return false;
-  *reduce = r;
-  return true;
+  return r->nsrc == 2 && r->dtype.lanes == 1 && range_kind(r->src[1]) == AXIS_REDUCE && opt_const_bound(r->src[1]) > 0 &&
+         (op == UJ_OP_ADD || op == UJ_OP_MAX || op == UJ_OP_MUL || op == UJ_OP_MULACC);
 }
 
+/* The REDUCEs v reads (at any depth) into w, sources first; false when
+ * there are none, too many, or one is not a row's. */
+static bool row_reduces(Ctx *ctx, const UOp *v, Rows *w) {
+  const UOp **reads = NULL;
+  size_t n = opt_reduces_read(ctx, v, true, &reads);
+  bool ok = n > 0 && n <= MAX_REDUCES;
+  if (ok) qsort(reads, n, sizeof *reads, uop_cmp_id);
+  for (size_t i = 0; ok && i < n; i++) ok = reduce_ok(reads[i]), w->reduces[i] = reads[i];
+  w->nreduces = ok ? n : 0;
+  free(reads);
+  return ok;
+}
+
+/* The nest: its ENDs outermost first, then a STORE or a row's output loop
+ * (an innermost END whose RANGE no REDUCE of the value reads), and the
+ * REDUCEs; false when the kernel is not such a nest. */
+static bool find_rows(Ctx *ctx, const UOp *kernel, Rows *w) {
+  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
+  *w = (Rows){0};
+  while (e && e->op == UJ_OP_END && e->nsrc == 2 && w->nends < MAX_NEST) {
+    AxisKind k = range_kind(e->src[0]);
+    if (k != AXIS_LOOP && k != AXIS_GLOBAL) return false;
+    w->ends[w->nends++] = e;
+    e = e->src[1];
+  }
+  if (!e || e->op != UJ_OP_STORE || e->src[1]->dtype.lanes != 1 || !row_reduces(ctx, e->src[1], w)) return false;
+  w->store = e;
+  const UOp *last = w->nends ? w->ends[w->nends - 1] : NULL, *j = last ? last->src[0] : NULL;
+  bool free_of_j = j && opt_const_bound(j) > 0;
+  for (size_t i = 0; free_of_j && i < w->nreduces; i++) free_of_j = !opt_contains(ctx, w->reduces[i], j);
+  if (free_of_j) w->outputs = last, w->nends--;
+  DType i = w->reduces[0]->src[1]->dtype; /* one index type for the threads' arithmetic */
+  bool same = !w->outputs || w->outputs->src[0]->dtype.scalar == i.scalar;
+  for (size_t r = 1; same && r < w->nreduces; r++) same = w->reduces[r]->src[1]->dtype.scalar == i.scalar;
+  return same;
+}
 /* Outputs of the nest: its loops' iterations (their bounds' maxima). */
 static int64_t outputs_of(const UOp *const *ends, size_t n) {
   int64_t outputs = 1;
@@ -68,66 +103,166 @@ static const UOp *local_at(Ctx *ctx, const UOp *mem, const UOp *at, const UOp *g
   return uop_new(ctx, UJ_OP_INDEX, mem->dtype, src, gate ? 3 : 2, arg_none());
 }
 
-/* The workgroup's END: partials, the tree, thread 0's STORE. */
-static const UOp *group_end(Ctx *ctx, const UOp *kernel, const UOp *store, const UOp *reduce, int64_t threads) {
+static const UOp *store_of(Ctx *ctx, const UOp *p, const UOp *v) {
+  return p && v ? uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){p, v}, 2, arg_none()) : NULL;
+}
+
+/* p (an INDEX, or a pointer: its element 0) gated by g as well. */
+static const UOp *gated(Ctx *ctx, const UOp *p, const UOp *g, DType i) {
+  if (p->op != UJ_OP_INDEX) return local_at(ctx, p, uop_const_int(ctx, i, 0), g);
+  return local_at(ctx, p->src[0], p->src[1], p->nsrc == 3 ? uop_binary(ctx, UJ_OP_AND, p->src[2], g) : g);
+}
+
+typedef struct Group {
+  Ctx *ctx;
+  const UOp *l;                   /* the thread's RANGE */
+  int64_t threads, axis, alloc;   /* T; the next axis number and ALLOC id */
+  const UOp *from[MAX_REDUCES + 1], *to[MAX_REDUCES + 1]; /* REDUCEs done: their totals */
+  size_t ndone;
+  const UOp **effects;
+  size_t n;
+} Group;
+
+/* Element k * T + l of a RANGE of bound b as the thread's k-th: its index
+ * (0 past the end) and whether it is in (NULL: always). */
+static const UOp *strided(Group *g, const UOp *k, int64_t b, const UOp **in) {
+  DType i = g->l->dtype;
+  const UOp *at = uop_binary(g->ctx, UJ_OP_ADD, uop_binary(g->ctx, UJ_OP_MUL, k, uop_const_int(g->ctx, i, g->threads)), g->l);
+  *in = b % g->threads ? uop_binary(g->ctx, UJ_OP_CMPLT, at, uop_const_int(g->ctx, i, b)) : NULL;
+  return *in ? uop_ternary(g->ctx, UJ_OP_WHERE, *in, at, uop_const_int(g->ctx, i, 0)) : at;
+}
+
+static const UOp *new_range(Group *g, DType i, const char *kind, int64_t bound) {
+  return uop_new(g->ctx, UJ_OP_RANGE, i, (const UOp *[]){uop_const_int(g->ctx, i, bound)}, 1, (Arg){kind, (int64_t[]){g->axis++}, 1});
+}
+
+/* REDUCE r by the workgroup: partials, the tree, a BARRIER; the total,
+ * read by every thread, replaces r from here on. alone: only thread 0
+ * reads it (the row's one STORE): no BARRIER, its own store. */
+static bool group_reduce(Group *g, const UOp *reduce, bool alone) {
+  Ctx *ctx = g->ctx;
   const UOp *r = reduce->src[1];
-  DType d = reduce->dtype, i = r->dtype;
-  int64_t b = opt_const_bound(r), steps = (b + threads - 1) / threads, axis = opt_next_axis(ctx, kernel);
+  DType d = reduce->dtype, i = g->l->dtype;
+  int64_t b = opt_const_bound(r);
   Op op = opt_reduce_op(reduce);
-  const UOp *l = uop_new(ctx, UJ_OP_RANGE, i, (const UOp *[]){uop_const_int(ctx, i, threads)}, 1,
-                         (Arg){"local", (int64_t[]){axis}, 1});
-  const UOp *k = uop_new(ctx, UJ_OP_RANGE, i, (const UOp *[]){uop_const_int(ctx, i, steps)}, 1,
-                         (Arg){"reduce", (int64_t[]){axis + 1}, 1});
-  const UOp *at = uop_binary(ctx, UJ_OP_ADD, uop_binary(ctx, UJ_OP_MUL, k, uop_const_int(ctx, i, threads)), l);
-  const UOp *in = b % threads ? uop_binary(ctx, UJ_OP_CMPLT, at, uop_const_int(ctx, i, b)) : NULL;
-  /* the last step's threads past the end read element 0 and add the identity */
-  const UOp *safe = in ? uop_ternary(ctx, UJ_OP_WHERE, in, at, uop_const_int(ctx, i, 0)) : at;
-  const UOp *v = opt_substitute(ctx, reduce->src[0], &r, &safe, 1);
-  if (v && in)
+  const UOp *k = new_range(g, i, "reduce", (b + g->threads - 1) / g->threads), *in = NULL;
+  const UOp *at = k ? strided(g, k, b, &in) : NULL;
+  g->from[g->ndone] = r, g->to[g->ndone] = at; /* the REDUCEs done, then r */
+  const UOp *v = at ? opt_substitute(ctx, reduce->src[0], g->from, g->to, g->ndone + 1) : NULL;
+  if (v && in) /* the last step's threads past the end read element 0 and add the identity */
     v = uop_ternary(ctx, UJ_OP_WHERE, in, v,
                     uop_const_word(ctx, d, alu_identity(op == UJ_OP_MULACC ? UJ_OP_ADD : op, (uj_scalar)d.scalar)));
   const UOp *partial = v ? uop_new(ctx, UJ_OP_REDUCE, d, (const UOp *[]){v, k}, 2, (Arg){reduce->name, NULL, 0}) : NULL;
-  const UOp *s = uop_new(ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)d.scalar, 1, UJ_AS_LOCAL), NULL, 0, (Arg){NULL, (int64_t[]){opt_next_alloc_id(ctx, kernel), threads}, 2});
-  if (!partial || !s) return NULL;
-  const UOp *effects[2 * 8 + 2];
-  size_t n = 0;
+  const UOp *s = uop_new(ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)d.scalar, 1, UJ_AS_LOCAL), NULL, 0,
+                         (Arg){NULL, (int64_t[]){g->alloc++, g->threads}, 2});
   const UOp *barrier = uop_new(ctx, UJ_OP_BARRIER, dt_scalar(UJ_VOID), NULL, 0, arg_none());
-  effects[n++] = uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){local_at(ctx, s, l, NULL), partial}, 2, arg_none());
-  for (int64_t stride = threads / 2; stride >= 1 && effects[n - 1]; stride /= 2) {
-    const UOp *gate = uop_binary(ctx, UJ_OP_CMPLT, l, uop_const_int(ctx, i, stride));
-    const UOp *mine = local_at(ctx, s, l, gate);
-    const UOp *other = local_at(ctx, s, uop_binary(ctx, UJ_OP_ADD, l, uop_const_int(ctx, i, stride)), gate);
-    const UOp *sum = opt_reduce_step(ctx, op, load(ctx, mine), load(ctx, other));
-    effects[n++] = barrier;
-    effects[n++] = sum ? uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){mine, sum}, 2, arg_none()) : NULL;
+  if (!partial || !s || !barrier) return false;
+  g->effects[g->n++] = store_of(ctx, local_at(ctx, s, g->l, NULL), partial);
+  for (int64_t stride = g->threads / 2; stride >= 1; stride /= 2) {
+    const UOp *gate = uop_binary(ctx, UJ_OP_CMPLT, g->l, uop_const_int(ctx, i, stride));
+    const UOp *mine = local_at(ctx, s, g->l, gate);
+    const UOp *other = local_at(ctx, s, uop_binary(ctx, UJ_OP_ADD, g->l, uop_const_int(ctx, i, stride)), gate);
+    g->effects[g->n++] = barrier;
+    g->effects[g->n++] = store_of(ctx, mine, opt_reduce_step(ctx, op, load(ctx, mine), load(ctx, other)));
   }
-  /* thread 0 reads the total (its own store: no BARRIER) and stores the output */
-  const UOp *first = uop_binary(ctx, UJ_OP_CMPEQ, l, uop_const_int(ctx, i, 0));
-  const UOp *total = load(ctx, local_at(ctx, s, uop_const_int(ctx, i, 0), first));
-  const UOp *value = opt_substitute(ctx, store->src[1], &reduce, &total, 1);
-  const UOp *p = store->src[0];
-  const UOp *gated = p->op == UJ_OP_INDEX && p->nsrc == 3
-                         ? local_at(ctx, p->src[0], p->src[1], uop_binary(ctx, UJ_OP_AND, p->src[2], first))
-                     : p->op == UJ_OP_INDEX ? local_at(ctx, p->src[0], p->src[1], first)
-                                            : local_at(ctx, p, uop_const_int(ctx, i, 0), first);
-  effects[n++] = value && gated ? uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){gated, value}, 2, arg_none()) : NULL;
-  for (size_t e = 0; e < n; e++)
+  const UOp *first = alone ? uop_binary(ctx, UJ_OP_CMPEQ, g->l, uop_const_int(ctx, i, 0)) : NULL;
+  if (!alone) g->effects[g->n++] = barrier; /* the total, s[0], is then every thread's to read */
+  g->from[g->ndone] = reduce, g->to[g->ndone] = load(ctx, local_at(ctx, s, uop_const_int(ctx, i, 0), first));
+  g->ndone++;
+  return g->effects[g->n - (alone ? 1 : 2)] && g->to[g->ndone - 1];
+}
+
+/* The row's scalars: each largest part of the output value that does not
+ * read the output loop's RANGE and holds a REDUCE, other than a REDUCE
+ * itself (a layernorm's 1 / sqrt(var + eps)): each thread stores it once
+ * in a `reg` ALLOC of one element before the output loop, which reads it
+ * back (opt_hoist does the same on the CPU); *v the value reading them.
+ * Bit for bit the same operations on the same values. */
+static bool hoist_row_scalars(Group *g, const Rows *w, const UOp **v) {
+  Ctx *ctx = g->ctx;
+  const UOp **nodes = NULL, *j = w->outputs->src[0];
+  size_t n = uop_toposort(ctx, *v, &nodes);
+  unsigned char *flags = n ? calloc(n, 1) : NULL; /* 1: reads j, 2: holds a REDUCE, 4: read where j is read */
+  bool ok = flags != NULL;
+  for (size_t a = 0; ok && a < n; a++) {
+    const UOp *u = nodes[a];
+    unsigned char f = u == j ? 1 : u->op == UJ_OP_REDUCE ? 2 : 0;
+    for (uint32_t k = 0; u->op != UJ_OP_REDUCE && k < u->nsrc; k++) {
+      const UOp **at = bsearch(&u->src[k], nodes, n, sizeof *nodes, uop_cmp_id);
+      f |= flags[at - nodes] & 3;
+    }
+    flags[a] = f;
+    for (uint32_t k = 0; (f & 1) && k < u->nsrc; k++) {
+      const UOp **at = bsearch(&u->src[k], nodes, n, sizeof *nodes, uop_cmp_id);
+      flags[at - nodes] |= 4;
+    }
+  }
+  const UOp *from[MAX_PARTS], *to[MAX_PARTS];
+  size_t nparts = 0;
+  for (size_t a = 0; ok && a < n; a++) {
+    const UOp *u = nodes[a];
+    bool part = (flags[a] & 3) == 2 && ((flags[a] & 4) || u == *v) && u->op != UJ_OP_REDUCE && !dt_is_ptr(u->dtype);
+    if (!part) continue;
+    if (nparts == MAX_PARTS) break; /* the rest stays in the loop */
+    const UOp *t = uop_new(ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)u->dtype.scalar, u->dtype.lanes, UJ_AS_REG), NULL, 0,
+                           (Arg){NULL, (int64_t[]){g->alloc++, 1}, 2});
+    const UOp *slot = t ? local_at(ctx, t, uop_const_int(ctx, g->l->dtype, 0), NULL) : NULL;
+    const UOp *value = slot ? opt_substitute(ctx, u, g->from, g->to, g->ndone) : NULL;
+    g->effects[g->n++] = store_of(ctx, slot, value);
+    from[nparts] = u, to[nparts++] = load(ctx, slot);
+    ok = g->effects[g->n - 1] && to[nparts - 1];
+  }
+  free(nodes), free(flags);
+  const UOp *hoisted = ok && nparts ? opt_substitute(ctx, *v, from, to, nparts) : *v;
+  /* then the REDUCEs the value still reads directly: their totals */
+  *v = ok && hoisted ? opt_substitute(ctx, hoisted, g->from, g->to, g->ndone) : NULL;
+  return *v != NULL;
+}
+
+/* The workgroup's END: each REDUCE, then thread 0's STORE or the row's
+ * outputs shared out. */
+static const UOp *group_end(Ctx *ctx, const UOp *kernel, const Rows *w, int64_t threads) {
+  const UOp *effects[MAX_EFFECTS];
+  Group g = {ctx, NULL, threads, opt_next_axis(ctx, kernel), opt_next_alloc_id(ctx, kernel), {0}, {0}, 0, effects, 0};
+  g.l = new_range(&g, w->reduces[0]->src[1]->dtype, "local", threads); /* the index type of the REDUCEs' RANGEs */
+  for (size_t r = 0; g.l && r < w->nreduces; r++)
+    if (!group_reduce(&g, w->reduces[r], !w->outputs && r + 1 == w->nreduces)) return NULL;
+  const UOp *p = w->store->src[0], *v = w->store->src[1];
+  DType i = g.l ? g.l->dtype : dt_scalar(UJ_INT32);
+  if (!w->outputs) { /* thread 0 stores the row's value */
+    const UOp *first = g.l ? uop_binary(ctx, UJ_OP_CMPEQ, g.l, uop_const_int(ctx, i, 0)) : NULL;
+    v = first ? opt_substitute(ctx, v, g.from, g.to, g.ndone) : NULL;
+    effects[g.n++] = v ? store_of(ctx, gated(ctx, p, first, i), v) : NULL;
+  } else { /* output j = j' T + l, after the row's scalars (hoisted) */
+    const UOp *j = w->outputs->src[0], *in = NULL;
+    if (!hoist_row_scalars(&g, w, &v)) return NULL;
+    const UOp *jj = new_range(&g, i, "loop", (opt_const_bound(j) + threads - 1) / threads);
+    const UOp *at = jj ? strided(&g, jj, opt_const_bound(j), &in) : NULL;
+    g.from[g.ndone] = j, g.to[g.ndone] = at;
+    const UOp *store = at ? store_of(ctx, p, v) : NULL;
+    store = store ? opt_substitute(ctx, store, g.from, g.to, g.ndone + 1) : NULL;
+    if (store && in) store = store_of(ctx, gated(ctx, store->src[0], in, i), store->src[1]);
+    effects[g.n++] = store ? uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), (const UOp *[]){jj, store}, 2, arg_none()) : NULL;
+  }
+  for (size_t e = 0; e < g.n; e++)
     if (!effects[e]) return NULL;
-  const UOp *src[2 * 8 + 3] = {l};
-  for (size_t e = 0; e < n; e++) src[e + 1] = effects[e];
-  return uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), src, (uint32_t)n + 1, arg_none());
+  const UOp *src[MAX_EFFECTS + 1] = {g.l};
+  for (size_t e = 0; e < g.n; e++) src[e + 1] = effects[e];
+  return g.l ? uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), src, (uint32_t)g.n + 1, arg_none()) : NULL;
 }
 
 const UOp *opt_workgroup(Ctx *ctx, const UOp *kernel, const TargetDesc *t) {
-  const UOp *ends[MAX_NEST], *store = NULL, *reduce = NULL;
-  size_t nends = 0;
-  if (t->kind != TARGET_DESC_GPU || !find_nest(ctx, kernel, ends, &nends, &store, &reduce)) return kernel;
-  int64_t b = opt_const_bound(reduce->src[1]), threads = 1;
+  Rows w;
+  if (t->kind != TARGET_DESC_GPU || !find_rows(ctx, kernel, &w)) return kernel;
+  int64_t b = w.outputs ? opt_const_bound(w.outputs->src[0]) : 0, threads = 1;
+  for (size_t r = 0; r < w.nreduces; r++)
+    if (opt_const_bound(w.reduces[r]->src[1]) > b) b = opt_const_bound(w.reduces[r]->src[1]);
   while (threads * 2 <= b && threads * 2 <= MAX_GROUP_THREADS && threads * 2 <= (int64_t)t->max_threads) threads *= 2;
-  if (threads < (int64_t)t->warp || outputs_of(ends, nends) >= (int64_t)t->cores * t->max_threads) return kernel;
-  const UOp *inner = group_end(ctx, kernel, store, reduce, threads);
-  for (size_t e = nends; inner && e-- > 0;) { /* the loops around: block ids */
-    const UOp *r = ends[e]->src[0];
+  if (threads < (int64_t)t->warp || outputs_of(w.ends, w.nends) >= (int64_t)t->cores * t->max_threads) return kernel;
+  if (w.outputs && opt_const_bound(w.outputs->src[0]) > MAX_ROW_OUTPUTS) return kernel; /* the REDUCEs' own kernels do better */
+  const UOp *inner = group_end(ctx, kernel, &w, threads);
+  for (size_t e = w.nends; inner && e-- > 0;) { /* the loops around: block ids */
+    const UOp *r = w.ends[e]->src[0];
     const UOp *g = e < 3 ? uop_new(ctx, UJ_OP_RANGE, r->dtype, r->src, 1, (Arg){"global", r->ints, r->nints}) : r;
     const UOp *body = g == r ? inner : opt_substitute(ctx, inner, &r, &g, 1);
     inner = body ? uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), (const UOp *[]){g, body}, 2, arg_none()) : NULL;

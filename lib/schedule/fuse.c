@@ -46,7 +46,17 @@ static bool is_max(const UOp *u) { return is_reduce(u) && !strcmp(u->name, "MAX"
 
 /* Whether kernel computes a REDUCE or costly op in a loop over a RANGE
  * (more than one step) that it does not read (taken as so when the kernel
- * has more RANGEs than fit a mask); *ok false when out of memory. */
+ * has more RANGEs than fit a mask); a `local` RANGE is a workgroup's
+ * threads, which run side by side, not a loop, and a LOAD of an ALLOC
+ * reads every loop around it (a store may change it in any step). *ok
+ * false when out of memory. */
+/* A LOAD of an ALLOC (a row's total in local memory, a hoisted scalar). */
+static bool loads_alloc(const UOp *u) {
+  const UOp *p = u->src[0];
+  while (p->op == UJ_OP_INDEX) p = p->src[0];
+  return p->op == UJ_OP_ALLOC;
+}
+
 static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
   Topo t;
   const UOp *ranges[FUSE_MAX_RANGES];
@@ -58,12 +68,14 @@ static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
   bool again = false;
   for (size_t i = 0; *ok && i < n && !again; i++) {
     const UOp *u = t.nodes[i];
+    if (u->op == UJ_OP_RANGE && range_kind(u) == AXIS_LOCAL) continue; /* a workgroup's threads: not steps in time */
     if (u->op == UJ_OP_RANGE) {
       if (nranges == FUSE_MAX_RANGES) again = true;
       else ranges[nranges] = u, reads[i] = 1ull << nranges++;
       continue;
     }
     uint64_t bound = 0;
+    if (u->op == UJ_OP_LOAD && loads_alloc(u)) reads[i] = ~0ull; /* may change in any step around it (docs/semantics.md "ALLOC") */
     for (uint32_t k = 0; k < u->nsrc; k++) {
       if (u->op == UJ_OP_REDUCE && k > 0) bound |= reads[topo_at(&t, u->src[k])];
       else if (u->op != UJ_OP_END || k > 0) reads[i] |= reads[topo_at(&t, u->src[k])];

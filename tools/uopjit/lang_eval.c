@@ -365,8 +365,8 @@ static bool eval_statement(Lang *L, const Node *s) {
 bool lang_init(Lang *L, FILE *out) {
   const char *why = NULL;
   *L = (Lang){.out = out, .out_name = "<stdout>"};
-  if ((L->session = uj_session_new("CPU", &why))) return true;
-  report("cannot start a CPU session: %s", why ? why : "unknown reason");
+  if ((L->session = uj_session_new(NULL, &why))) return true; /* UJ_DEVICE, else the CPU */
+  report("cannot start a session: %s", why ? why : "unknown reason");
   return false;
 }
 
