@@ -444,6 +444,12 @@ uj_cli_test(lang_err_pow_overflow ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:2: i
 uj_cli_test(err_shape_too_large ${ONE_ERROR} --stderr-re "EXPAND of shape \\(4294967296, 4294967296\\): too large"
   -- ${T} --uops -c "(EXPAND 4294967296 4294967296 (RESHAPE 1 1 (CONST:int8 1)))")
 
+# ---- the device: UJ_DEVICE picks the tensor language's session ----
+uj_cli_test(device_unknown ${ONE_ERROR} --stderr-re "UJ_DEVICE names an unknown device"
+  -- env UJ_DEVICE=NOPE ${T} -c "1 + 1")
+uj_cli_test(device_eval --stdout-has "[1. 1. 1.]" --stderr-empty
+  -- env UJ_DEVICE=EVAL ${T} -c "tensor([1.0, 2.0, 3.0]).softmax(axis=0) * 0 + 1")
+
 unset(D)
 unset(T)
 unset(OUT)
@@ -456,3 +462,4 @@ unset(C)
 unset(G)
 unset(DEEP_ERR)
 unset(FULL)
+
