@@ -114,7 +114,7 @@ uj_cli_test(emit_not_kernel ${ONE_ERROR}
   --stderr-re "^uopjit: <command line>: ptx: kernel: the root is a ADD, not a SINK, END or STORE$"
   -- ${T} --emit=ptx -c "(ADD (DEFINE_VAR:int32 x 0 15) (CONST:int32 1))")
 uj_cli_test(emit_unknown ${ONE_ERROR}
-  --stderr-re "^uopjit: unknown --emit kind 'frob' \\(known: uops, ir, ir-opt, asm, ptx, amdgcn, hsaco\\)$"
+  --stderr-re "^uopjit: unknown --emit kind 'frob' \\(known: uops, ir, ir-opt, asm, ptx, amdgcn, hsaco, list\\)$"
   -- ${T} --emit=frob ${K})
 uj_cli_test(emit_no_value ${ONE_ERROR} --stderr-re "^uopjit: option '--emit' needs an argument$" -- ${T} --emit)
 uj_cli_test(arch_unknown_ptx ${ONE_ERROR}
@@ -127,7 +127,7 @@ uj_cli_test(arch_wrong_gpu ${ONE_ERROR} --stderr-re "^uopjit: .*: ptx: unknown n
   -- ${T} --emit=ptx --arch=gfx90a ${K})
 uj_cli_test(arch_unknown_ir ${ONE_ERROR} --stderr-re "^uopjit: .*: ir: .*unknown arch 'x86'$"
   -- ${T} --emit=ir --arch=x86 ${K})
-uj_cli_test(arch_without_emit ${ONE_ERROR} --stderr-re "^uopjit: --arch needs --emit=ir, ir-opt, ptx, amdgcn or hsaco$"
+uj_cli_test(arch_without_emit ${ONE_ERROR} --stderr-re "^uopjit: --arch needs --emit=ir, ir-opt, ptx, amdgcn, hsaco or list$"
   -- ${T} --arch=sm_80 ${K})
 uj_cli_test(arch_asm ${ONE_ERROR} --stderr-re "^uopjit: --arch does not apply to --emit=asm"
   -- ${T} --emit=asm --arch=sm_80 ${K})
@@ -443,6 +443,13 @@ uj_cli_test(lang_pow_huge_exponent --stdout "1\n-1\n-9223372036854775808" --stde
 uj_cli_test(lang_err_pow_overflow ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:2: integer overflow$" -- ${T} -c "3**40")
 uj_cli_test(err_shape_too_large ${ONE_ERROR} --stderr-re "EXPAND of shape \\(4294967296, 4294967296\\): too large"
   -- ${T} --uops -c "(EXPAND 4294967296 4294967296 (RESHAPE 1 1 (CONST:int8 1)))")
+
+# ---- the lowered list: --emit=list (CPU, or a GPU with --arch) ----
+uj_cli_test(emit_list --stdout-has "  %6 = PHI ADD:float32 in %5 from identity" --stdout-has "ENDLOOP %5 (%6 <- %12)"
+  --stdout-has "%1 = LOOP loop 0 < %0 grid" --stderr-empty
+  -- ${T} --emit=list -c "%i = (RANGE loop 0 (CONST:int32 5))\n%j = (RANGE reduce 1 (CONST:int32 37))\n(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int32 37)) %j))) %j))))")
+uj_cli_test(emit_list_gpu --stdout-has "BARRIER workgroup" --stderr-empty
+  -- ${T} --emit=list --arch=sm_90 ${D}/workgroup_pair.uop)
 
 # ---- the device: UJ_DEVICE picks the tensor language's session ----
 uj_cli_test(device_unknown ${ONE_ERROR} --stderr-re "UJ_DEVICE names an unknown device"

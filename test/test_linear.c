@@ -4,7 +4,7 @@
  * evaluator, bit for bit where they keep its order and against the CPU's
  * list where they regroup a sum (online softmax); a REDUCE over a lone
  * `unroll` RANGE (copies with no loop around them); the list's shape
- * (loops, accumulators, barriers); and eval_linear's errors. */
+ * (loops, accumulators, barriers) and its text; and eval_linear's errors. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +142,12 @@ static void shape(Ctx *ctx) {
     CHECK(phis == 2 && accs == 8, "%s: %d PHIs (2), %d ACCs (2 x 4 copies = 8)", kinds[t], phis, accs);
     CHECK(grid == 1, "%s: %d grid LOOPs (1: the END's)", kinds[t], grid);
     CHECK((l.part != NULL) == (t == 0), "%s: part split %s", kinds[t], l.part ? "made" : "not made");
+    char *text = linear_print(ctx, &l); /* uopjit --emit=list */
+    CHECK(text && strstr(text, "= PHI ADD:float32 in %") && strstr(text, "= PHI MAX:float32 in %") &&
+              strstr(text, "= ACC MAX:float32 %") && strstr(text, "\n  ENDLOOP %") &&
+              (t == 0) == (strstr(text, " from %") != NULL && strstr(text, "_nparts") != NULL),
+          "%s: the list's text:\n%s", kinds[t], text ? text : uj_error(ctx));
+    free(text);
     linear_free(&l);
   }
 }

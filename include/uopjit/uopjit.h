@@ -163,6 +163,8 @@ typedef enum uj_emit_kind {
   UJ_EMIT_PTX,     /* NVIDIA PTX (arch: sm_80 .. sm_90a; NULL: sm_90) */
   UJ_EMIT_AMDGCN,  /* AMD GCN assembly (arch: gfx90a, gfx942, gfx1100...) */
   UJ_EMIT_HSACO,   /* AMD HSA code object, linked with ld.lld */
+  UJ_EMIT_LIST,    /* the lowered kernel as the list every backend renders
+                      (docs/compile.md "Linearizing"); CPU unless arch names a GPU */
   UJ_EMIT_COUNT
 } uj_emit_kind;
 

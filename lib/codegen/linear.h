@@ -69,6 +69,9 @@ static inline const uint32_t *lin_src(const Linear *l, size_t i) { return l->src
  * outside its END, loops nested deeper than 64, out of memory...). */
 bool linearize(Ctx *ctx, const UOp *k, const OnlineMax *online, size_t nonline, const UOp *split, Linear *out);
 void linear_free(Linear *l);
+/* The list as text, an item a line (linear_print.c); malloc'd, NULL (error
+ * set) when out of memory. */
+char *linear_print(Ctx *ctx, const Linear *l);
 
 /* ---- eval_linear.c: the list run on the host, item by item ---- */
 typedef struct LinearArgs {

@@ -7,9 +7,10 @@
 #include <llvm-c/Core.h>
 
 #include "llvm/codeobj.h"
+#include "llvm/listing.h"
 #include "llvm/pipeline.h"
 
-static const char *const emit_names[] = {"ir", "ir-opt", "asm", "ptx", "amdgcn", "hsaco"};
+static const char *const emit_names[] = {"ir", "ir-opt", "asm", "ptx", "amdgcn", "hsaco", "list"};
 _Static_assert(sizeof emit_names / sizeof *emit_names == UJ_EMIT_COUNT, "a name per uj_emit_kind");
 
 const char *uj_emit_name(uj_emit_kind kind) {
@@ -47,6 +48,14 @@ char *uj_emit(uj_ctx *ctx, const uj_uop *kernel, uj_emit_kind kind, const char *
   Target t;
   if ((unsigned)kind >= UJ_EMIT_COUNT) return ctx_set_error(ctx, "emit: unknown kind %d", (int)kind), NULL;
   if (!emit_target(ctx, kind, arch, &t)) return NULL;
+  if (kind == UJ_EMIT_LIST) { /* no LLVM: the list the renderer would take */
+    Linear l;
+    bool listed = pipeline_listing(ctx, kernel, target_kind_names[t.kind], t.kind == TARGET_CPU ? NULL : arch, &l);
+    char *out = listed ? linear_print(ctx, &l) : NULL;
+    if (listed) linear_free(&l);
+    if (out && len) *len = strlen(out);
+    return out;
+  }
   LLVMTargetMachineRef tm = target_machine_new(ctx, &t);
   if (!tm) return NULL;
   LLVMContextRef lc = LLVMContextCreate();

@@ -46,10 +46,11 @@ static const char usage_text[] =
     "  --emit=KIND      what to print: uops (default; the simplified UOps),\n"
     "                   or of a kernel: ir, ir-opt (LLVM IR before and after\n"
     "                   optimization), asm (this CPU's assembly), ptx, amdgcn,\n"
-    "                   hsaco (an AMD code object: binary, needs -o or a pipe)\n"
+    "                   hsaco (an AMD code object: binary, needs -o or a pipe),\n"
+    "                   list (the lowered kernel every backend renders)\n"
     "  --arch=ARCH      the GPU for --emit: sm_80 .. sm_90a (ptx; default sm_90),\n"
     "                   gfx90a, gfx942, gfx1100... (amdgcn, hsaco; default\n"
-    "                   gfx90a); with ir or ir-opt, IR for that GPU\n"
+    "                   gfx90a); with ir, ir-opt or list, for that GPU\n"
     "  --no-simplify    only check the program and print its canonical form\n"
     "  -i               interactive prompt, even when stdin is not a terminal:\n"
     "                   the tensor language's, or the IR's with --uops/--emit\n"
@@ -208,7 +209,7 @@ static bool options_check(const Options *o) {
   bool stdin_tty = !o->file && !o->text && isatty(STDIN_FILENO);
   if (o->interactive && (o->file || o->text)) report("-i reads from stdin: give no FILE or -c");
   else if (o->arch && o->emit == EMIT_UOPS)
-    report("--arch needs --emit=ir, ir-opt, ptx, amdgcn or hsaco");
+    report("--arch needs --emit=ir, ir-opt, ptx, amdgcn, hsaco or list");
   else if (o->arch && o->emit == UJ_EMIT_ASM)
     report("--arch does not apply to --emit=asm (this CPU's assembly)");
   else if (o->emit == UJ_EMIT_HSACO && (o->interactive || (!o->run && stdin_tty)))

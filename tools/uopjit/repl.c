@@ -27,6 +27,7 @@ static const char repl_help[] =
     "  :asm            its assembly for this CPU\n"
     "  :ptx [ARCH]     its PTX (ARCH sm_80 .. sm_90a; default sm_90)\n"
     "  :amdgcn [ARCH]  its AMDGCN assembly (ARCH gfx90a, gfx942, gfx1100...)\n"
+    "  :list [ARCH]    the lowered list every backend renders\n"
     "  :uops           its UOps again\n"
     "  :help   this text\n"
     "  :quit   leave (so does end of input)\n";
