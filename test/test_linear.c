@@ -210,6 +210,33 @@ int main(void) {
     b.init[0] = (unsigned char *)out, b.init[1] = (unsigned char *)in;
     jit_vs_eval(ctx, k, &b, NULL, NULL, 0, 0, "lone unroll");
   }
+  /* wide vectors: a float32x128 REDUCE over a lone unroll (its identity in
+   * every lane, no loop around), a VECTORIZE of 300 lanes */
+  const UOp *wide = parse(ctx, "%u = (RANGE unroll 0 (CONST:int32 2))\n"
+                               "(SINK (STORE (INDEX (PARAM:float32x128* 0) (CONST:int32 0))"
+                               " (REDUCE ADD (LOAD (INDEX (PARAM:float32x128* 1) %u)) %u)))");
+  if (wide) {
+    DType v = {UJ_FLOAT32, UJ_AS_NONE, 128};
+    static float in[256], out[128];
+    for (int i = 0; i < 256; i++) in[i] = 0.25f * (float)i - 3.0f;
+    JitBuffers b = {.n = 2, .dtype = {v, v}, .count = {1, 2}};
+    b.init[0] = (unsigned char *)out, b.init[1] = (unsigned char *)in;
+    jit_vs_eval(ctx, wide, &b, NULL, NULL, 0, 0, "float32x128 over a lone unroll");
+  }
+  char *text = malloc(64 * 300 + 256);
+  if (text) {
+    size_t n = (size_t)sprintf(text, "(SINK (STORE (INDEX (PARAM:float32x300* 0) (CONST:int32 0)) (VECTORIZE");
+    for (int i = 0; i < 300; i++) n += (size_t)sprintf(text + n, " (LOAD (INDEX (PARAM:float32* 1) (CONST:int32 %d)))", 299 - i);
+    sprintf(text + n, ")))");
+    const UOp *vz = parse(ctx, text);
+    free(text);
+    DType v = {UJ_FLOAT32, UJ_AS_NONE, 300};
+    static float in[300], out[300];
+    for (int i = 0; i < 300; i++) in[i] = (float)i;
+    JitBuffers b = {.n = 2, .dtype = {v, dt_scalar(UJ_FLOAT32)}, .count = {1, 300}};
+    b.init[0] = (unsigned char *)out, b.init[1] = (unsigned char *)in;
+    if (vz) jit_vs_eval(ctx, vz, &b, NULL, NULL, 0, 0, "a VECTORIZE of 300 lanes");
+  }
   uj_ctx_free(ctx);
   return check_report("test_linear");
 }

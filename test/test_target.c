@@ -252,6 +252,20 @@ static void check_row_groups(Ctx *ctx) {
       free(code);
     }
   }
+  /* a REDUCE inside another's loop (it reads the outer one's RANGE): not a row's REDUCEs, no workgroup for
+   * both (the inner one's partials would read j outside the REDUCE binding it) */
+  const UOp *nested = uj_parse(ctx, "%i = (RANGE loop 0 (CONST:int32 4))\n%j = (RANGE reduce 1 (CONST:int32 64))\n"
+                                    "%k = (RANGE reduce 2 (CONST:int32 64))\n"
+                                    "%y = (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL (ADD (MUL %i (CONST:int32 64)) %j)"
+                                    " (CONST:int32 64)) %k))) %k)\n"
+                                    "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i) (REDUCE ADD (MUL (LOAD (INDEX"
+                                    " (PARAM:float32* 1) (ADD (MUL %i (CONST:int32 64)) %j))) %y) %j))))", "nested");
+  const UOp *nup = nested ? opt_kernel(ctx, nested, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
+  CHECK(nup != NULL, "nested sums shaped for sm_90: %s", uj_error(ctx));
+  DType f = dt_scalar(UJ_FLOAT32);
+  JitBuffers nb = {3, {f, f, f}, {4, 256, 16384}, {fill(f, 4, 0), fill_rounding(f, 256, 3), fill_rounding(f, 16384, 4)}};
+  if (nup) check_eval_of(ctx, nested, nup, &nb, true, "nested sums shaped for sm_90");
+  else for (int i = 0; i < 3; i++) free(nb.init[i]);
   char text[2048];
   snprintf(text, sizeof text, rows[0], 2, 20000, 20000, 20000, 20000, 20000, 20000, 20000);
   const UOp *wide = uj_parse(ctx, text, "wide softmax");

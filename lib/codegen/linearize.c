@@ -114,17 +114,31 @@ static uint32_t made(State *s, const UOp *node, const uint32_t *src, uint32_t n)
 }
 
 static const UOp *vec_of(State *s, const UOp *x, unsigned lanes) {
-  const UOp *src[64];
-  for (unsigned i = 0; i < lanes; i++) src[i] = x;
-  return uop_new(s->ctx, UJ_OP_VECTORIZE, (DType){x->dtype.scalar, UJ_AS_NONE, (uint8_t)lanes}, src, lanes, arg_none());
+  const UOp **src = x ? malloc(lanes * sizeof *src) : NULL;
+  for (unsigned i = 0; src && i < lanes; i++) src[i] = x;
+  const UOp *v = src ? uop_new(s->ctx, UJ_OP_VECTORIZE, (DType){x->dtype.scalar, UJ_AS_NONE, (uint16_t)lanes}, src, lanes,
+                               arg_none()) : NULL;
+  free(src);
+  return v;
+}
+
+/* x, or x in every lane of a vector of `lanes`; NULL propagates. */
+static const UOp *widened(State *s, const UOp *x, unsigned lanes) { return x && lanes > 1 ? vec_of(s, x, lanes) : x; }
+
+/* Nodes of the lowering's own values, NULL when a source is (out of memory). */
+static const UOp *binary(State *s, Op op, const UOp *a, const UOp *b) { return a && b ? uop_binary(s->ctx, op, a, b) : NULL; }
+static const UOp *where(State *s, const UOp *c, const UOp *a, const UOp *b) {
+  return c && a && b ? uop_ternary(s->ctx, UJ_OP_WHERE, c, a, b) : NULL;
 }
 
 /* item (of node x's type) in every lane of a vector of `lanes`. */
 static uint32_t splat(State *s, uint32_t item, const UOp *x, unsigned lanes) {
   if (lanes == 1 || item == LIN_NONE) return item;
-  uint32_t src[64];
-  for (unsigned i = 0; i < lanes; i++) src[i] = item;
-  return made(s, vec_of(s, x, lanes), src, lanes);
+  uint32_t *src = malloc(lanes * sizeof *src);
+  for (unsigned i = 0; src && i < lanes; i++) src[i] = item;
+  uint32_t k = src ? made(s, vec_of(s, x, lanes), src, lanes) : (nomem(s), LIN_NONE);
+  free(src);
+  return k;
 }
 
 static uint32_t constant(State *s, DType d, double v) {
@@ -267,7 +281,7 @@ static bool group_step(State *s, Group *g) {
     if (g->reads_max[i] >= 0) { /* scaled to the new maximum; while it is -inf, every value read is -inf: none adds */
       const UOp *max = g->m[g->reads_max[i]];
       uint32_t f = splat(s, g->scale[g->reads_max[i]], max, lanes);
-      const UOp *mul = uop_binary(s->ctx, UJ_OP_MUL, m, lanes > 1 ? vec_of(s, max, lanes) : max);
+      const UOp *mul = binary(s, UJ_OP_MUL, m, widened(s, max, lanes));
       if (f == LIN_NONE || (a = made(s, mul, (uint32_t[]){a, f}, 2)) == LIN_NONE) return false;
     }
     const UOp *product = reduce_fused_product(m); /* fused (docs/semantics.md) */
@@ -275,9 +289,9 @@ static bool group_step(State *s, Group *g) {
     if ((g->next[i] = add(s, LIN_ACC, m, 0, src, product ? 4 : 2)) == LIN_NONE) return false;
     if (g->reads_max[i] >= 0) {
       const UOp *max = g->m[g->reads_max[i]];
-      const UOp *cond = uop_binary(s->ctx, UJ_OP_CMPEQ, max, max);
-      uint32_t e = splat(s, g->empty[g->reads_max[i]], cond, lanes);
-      const UOp *keep = cond ? uop_ternary(s->ctx, UJ_OP_WHERE, lanes > 1 ? vec_of(s, cond, lanes) : cond, m, m) : NULL;
+      const UOp *cond = binary(s, UJ_OP_CMPEQ, max, max);
+      uint32_t e = cond ? splat(s, g->empty[g->reads_max[i]], cond, lanes) : (nomem(s), LIN_NONE);
+      const UOp *keep = where(s, widened(s, cond, lanes), m, m);
       if (e == LIN_NONE || (g->next[i] = made(s, keep, (uint32_t[]){e, g->acc[i], g->next[i]}, 3)) == LIN_NONE)
         return false;
     }
@@ -296,6 +310,7 @@ static const UOp *unrolled_range(const UOp *u) {
 /* A copy of an unrolled step: a scope like a loop's (the values listed
  * in it are forgotten when it ends), its RANGE the constant c. */
 static bool copy_open(State *s, const UOp *range, int64_t c) {
+  if (s->depth == MAX_LOOPS) return fail(s, range, "loops nest deeper than 64");
   uint32_t k = made(s, uop_const_int(s->ctx, range->dtype, c), NULL, 0);
   s->loops[s->depth] = (Loop){.range = range, .item = LIN_NONE, .serial = ++s->serials};
   s->depth++;
@@ -321,16 +336,15 @@ static bool group_close(State *s, const UOp *u, Group *g, unsigned first) {
     unsigned lanes = m->dtype.lanes;
     if (ran == LIN_NONE && (ran = loops_ran(s, u)) == LIN_NONE) return false;
     uint32_t ninf = constant(s, max->dtype, -INFINITY), nan = constant(s, m->dtype, NAN);
-    const UOp *is_ninf = uop_binary(s->ctx, UJ_OP_CMPEQ, max, max);
-    const UOp *none = is_ninf ? uop_binary(s->ctx, UJ_OP_AND, is_ninf, is_ninf) : NULL;
+    const UOp *is_ninf = binary(s, UJ_OP_CMPEQ, max, max);
+    const UOp *none = binary(s, UJ_OP_AND, is_ninf, is_ninf);
     const UOp *nan_node = uop_const_word(s->ctx, dt_lane(m->dtype), 0);
-    const UOp *pick = none && nan_node ? uop_ternary(s->ctx, UJ_OP_WHERE, lanes > 1 ? vec_of(s, none, lanes) : none,
-                                                     lanes > 1 ? vec_of(s, nan_node, lanes) : nan_node, m) : NULL;
+    const UOp *pick = where(s, widened(s, none, lanes), widened(s, nan_node, lanes), m);
     uint32_t e = ninf == LIN_NONE || nan == LIN_NONE ? LIN_NONE : made(s, is_ninf, (uint32_t[]){g->next[g->reads_max[i]], ninf}, 2);
     uint32_t n = e == LIN_NONE ? LIN_NONE : made(s, none, (uint32_t[]){ran, e}, 2);
-    n = splat(s, n, none, lanes), nan = splat(s, nan, nan_node, lanes);
+    n = none ? splat(s, n, none, lanes) : LIN_NONE, nan = nan_node ? splat(s, nan, nan_node, lanes) : LIN_NONE;
     if (n == LIN_NONE || nan == LIN_NONE || (g->next[i] = made(s, pick, (uint32_t[]){n, nan, g->next[i]}, 3)) == LIN_NONE)
-      return false;
+      return s->ctx->error[0] ? false : nomem(s);
   }
   for (unsigned i = 0; i < g->n; i++) set_value(s, g->m[i], g->next[i]);
   return true;
@@ -438,8 +452,8 @@ static bool emit_node(State *s, const UOp *u) {
   default:
     if (!op_has((Op)u->op, OPF_ALU)) return fail(s, u, "not a value op a kernel computes");
   }
-  uint32_t src[260], n = 0;
-  if (u->nsrc > 256) return fail(s, u, "more than 256 sources");
+  uint32_t small[8], *src = u->nsrc + 2 <= 8 ? small : malloc((u->nsrc + 2) * sizeof *src), n = 0;
+  if (!src) return nomem(s);
   for (uint32_t i = 0; i < u->nsrc; i++) src[n++] = val(s, u->src[i]);
   if (u->op == UJ_OP_INDEX) {
     const UOp *i = u->src[1];
@@ -447,6 +461,7 @@ static bool emit_node(State *s, const UOp *u) {
     if (i->op == UJ_OP_ADD && i->src[1]->op == UJ_OP_CONST) src[n++] = val(s, i->src[0]); /* e + k: codegen/offsets.h */
   }
   uint32_t k = add(s, LIN_VALUE, u, 0, src, n);
+  if (src != small) free(src);
   if (k != LIN_NONE) set_value(s, u, k);
   return k != LIN_NONE;
 }
@@ -600,6 +615,9 @@ static bool state_alloc(State *s, const UOp *root) {
     ok = (s->nrescale_nodes[i] = uop_toposort(s->ctx, s->online[i].rescale, &s->rescale_nodes[i])) > 0;
     for (size_t k = 0; ok && k < s->nrescale_nodes[i]; k++) ok = nodemap_add(&s->num, s->rescale_nodes[i][k]) != NODEMAP_NONE;
   }
+  for (size_t i = 0; ok && s->split && i < n; i++) /* the CPU entry passes these; a kernel's own would be taken for them */
+    if (nodes[i]->op == UJ_OP_DEFINE_VAR && (!strcmp(nodes[i]->name, "_part") || !strcmp(nodes[i]->name, "_nparts")))
+      ok = fail(s, nodes[i], "the variable names _part and _nparts are the CPU's part split's (codegen/parts.h)");
   if (ok && s->split) ok = parts_bounds(s->ctx, s->split, &s->parts) && number_graph(s, s->parts.start, NULL, NULL) &&
                            number_graph(s, s->parts.bound, NULL, NULL);
   size_t m = s->num.count;

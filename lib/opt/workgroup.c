@@ -31,6 +31,12 @@ enum { MAX_NEST = 8, MAX_GROUP_THREADS = 256, MAX_REDUCES = 8 };
 enum { MAX_ROW_OUTPUTS = MAX_GROUP_THREADS * 64 };
 enum { MAX_PARTS = 16, MAX_EFFECTS = MAX_REDUCES * (2 * 8 + 2) + MAX_PARTS + 1 }; /* a REDUCE's tree: 2 a level, 8 levels */ /* a row's outputs a workgroup writes, at most */
 
+/* Nodes of the pass's own, NULL when a source is (out of memory). */
+static const UOp *bin(Ctx *ctx, Op op, const UOp *a, const UOp *b) { return a && b ? uop_binary(ctx, op, a, b) : NULL; }
+static const UOp *where3(Ctx *ctx, const UOp *c, const UOp *a, const UOp *b) {
+  return c && a && b ? uop_ternary(ctx, UJ_OP_WHERE, c, a, b) : NULL;
+}
+
 typedef struct Rows {
   const UOp *ends[MAX_NEST]; /* the loops around the rows, outermost first */
   size_t nends;
@@ -77,6 +83,9 @@ static bool find_rows(Ctx *ctx, const UOp *kernel, Rows *w) {
   bool free_of_j = j && opt_const_bound(j) > 0;
   for (size_t i = 0; free_of_j && i < w->nreduces; i++) free_of_j = !opt_contains(ctx, w->reduces[i], j);
   if (free_of_j) w->outputs = last, w->nends--;
+  for (size_t a = 0; a < w->nreduces; a++) /* one REDUCE inside another's loop (reading its RANGE): not a row's */
+    for (size_t b = 0; b < w->nreduces; b++)
+      if (a != b && opt_depends(ctx, w->reduces[a], w->reduces[b]->src[1])) return false;
   DType i = w->reduces[0]->src[1]->dtype; /* one index type for the threads' arithmetic */
   bool same = !w->outputs || w->outputs->src[0]->dtype.scalar == i.scalar;
   for (size_t r = 1; same && r < w->nreduces; r++) same = w->reduces[r]->src[1]->dtype.scalar == i.scalar;
@@ -100,7 +109,13 @@ static const UOp *load(Ctx *ctx, const UOp *p) {
 
 static const UOp *local_at(Ctx *ctx, const UOp *mem, const UOp *at, const UOp *gate) {
   const UOp *src[3] = {mem, at, gate};
-  return uop_new(ctx, UJ_OP_INDEX, mem->dtype, src, gate ? 3 : 2, arg_none());
+  return mem && at ? uop_new(ctx, UJ_OP_INDEX, mem->dtype, src, gate ? 3 : 2, arg_none()) : NULL;
+}
+
+/* local_at with a gate that must be there: NULL when it is not (out of
+ * memory), never an ungated INDEX. */
+static const UOp *gated_at(Ctx *ctx, const UOp *mem, const UOp *at, const UOp *gate) {
+  return gate ? local_at(ctx, mem, at, gate) : NULL;
 }
 
 static const UOp *store_of(Ctx *ctx, const UOp *p, const UOp *v) {
@@ -109,8 +124,8 @@ static const UOp *store_of(Ctx *ctx, const UOp *p, const UOp *v) {
 
 /* p (an INDEX, or a pointer: its element 0) gated by g as well. */
 static const UOp *gated(Ctx *ctx, const UOp *p, const UOp *g, DType i) {
-  if (p->op != UJ_OP_INDEX) return local_at(ctx, p, uop_const_int(ctx, i, 0), g);
-  return local_at(ctx, p->src[0], p->src[1], p->nsrc == 3 ? uop_binary(ctx, UJ_OP_AND, p->src[2], g) : g);
+  if (p->op != UJ_OP_INDEX) return gated_at(ctx, p, uop_const_int(ctx, i, 0), g);
+  return gated_at(ctx, p->src[0], p->src[1], p->nsrc == 3 ? bin(ctx, UJ_OP_AND, p->src[2], g) : g);
 }
 
 typedef struct Group {
@@ -127,9 +142,10 @@ typedef struct Group {
  * (0 past the end) and whether it is in (NULL: always). */
 static const UOp *strided(Group *g, const UOp *k, int64_t b, const UOp **in) {
   DType i = g->l->dtype;
-  const UOp *at = uop_binary(g->ctx, UJ_OP_ADD, uop_binary(g->ctx, UJ_OP_MUL, k, uop_const_int(g->ctx, i, g->threads)), g->l);
-  *in = b % g->threads ? uop_binary(g->ctx, UJ_OP_CMPLT, at, uop_const_int(g->ctx, i, b)) : NULL;
-  return *in ? uop_ternary(g->ctx, UJ_OP_WHERE, *in, at, uop_const_int(g->ctx, i, 0)) : at;
+  const UOp *at = bin(g->ctx, UJ_OP_ADD, bin(g->ctx, UJ_OP_MUL, k, uop_const_int(g->ctx, i, g->threads)), g->l);
+  bool past = b % g->threads != 0; /* the last step's threads past the end */
+  *in = past ? bin(g->ctx, UJ_OP_CMPLT, at, uop_const_int(g->ctx, i, b)) : NULL;
+  return past ? where3(g->ctx, *in, at, uop_const_int(g->ctx, i, 0)) : at;
 }
 
 static const UOp *new_range(Group *g, DType i, const char *kind, int64_t bound) {
@@ -150,7 +166,7 @@ static bool group_reduce(Group *g, const UOp *reduce, bool alone) {
   g->from[g->ndone] = r, g->to[g->ndone] = at; /* the REDUCEs done, then r */
   const UOp *v = at ? opt_substitute(ctx, reduce->src[0], g->from, g->to, g->ndone + 1) : NULL;
   if (v && in) /* the last step's threads past the end read element 0 and add the identity */
-    v = uop_ternary(ctx, UJ_OP_WHERE, in, v,
+    v = where3(ctx, in, v,
                     uop_const_word(ctx, d, alu_identity(op == UJ_OP_MULACC ? UJ_OP_ADD : op, (uj_scalar)d.scalar)));
   const UOp *partial = v ? uop_new(ctx, UJ_OP_REDUCE, d, (const UOp *[]){v, k}, 2, (Arg){reduce->name, NULL, 0}) : NULL;
   const UOp *s = uop_new(ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)d.scalar, 1, UJ_AS_LOCAL), NULL, 0,
@@ -159,15 +175,16 @@ static bool group_reduce(Group *g, const UOp *reduce, bool alone) {
   if (!partial || !s || !barrier) return false;
   g->effects[g->n++] = store_of(ctx, local_at(ctx, s, g->l, NULL), partial);
   for (int64_t stride = g->threads / 2; stride >= 1; stride /= 2) {
-    const UOp *gate = uop_binary(ctx, UJ_OP_CMPLT, g->l, uop_const_int(ctx, i, stride));
-    const UOp *mine = local_at(ctx, s, g->l, gate);
-    const UOp *other = local_at(ctx, s, uop_binary(ctx, UJ_OP_ADD, g->l, uop_const_int(ctx, i, stride)), gate);
+    const UOp *gate = bin(ctx, UJ_OP_CMPLT, g->l, uop_const_int(ctx, i, stride));
+    const UOp *mine = gated_at(ctx, s, g->l, gate);
+    const UOp *other = gated_at(ctx, s, bin(ctx, UJ_OP_ADD, g->l, uop_const_int(ctx, i, stride)), gate);
     g->effects[g->n++] = barrier;
     g->effects[g->n++] = store_of(ctx, mine, opt_reduce_step(ctx, op, load(ctx, mine), load(ctx, other)));
   }
-  const UOp *first = alone ? uop_binary(ctx, UJ_OP_CMPEQ, g->l, uop_const_int(ctx, i, 0)) : NULL;
+  const UOp *first = alone ? bin(ctx, UJ_OP_CMPEQ, g->l, uop_const_int(ctx, i, 0)) : NULL;
   if (!alone) g->effects[g->n++] = barrier; /* the total, s[0], is then every thread's to read */
-  g->from[g->ndone] = reduce, g->to[g->ndone] = load(ctx, local_at(ctx, s, uop_const_int(ctx, i, 0), first));
+  g->from[g->ndone] = reduce;
+  g->to[g->ndone] = load(ctx, alone ? gated_at(ctx, s, uop_const_int(ctx, i, 0), first) : local_at(ctx, s, uop_const_int(ctx, i, 0), NULL));
   g->ndone++;
   return g->effects[g->n - (alone ? 1 : 2)] && g->to[g->ndone - 1];
 }
@@ -230,7 +247,7 @@ static const UOp *group_end(Ctx *ctx, const UOp *kernel, const Rows *w, int64_t 
   const UOp *p = w->store->src[0], *v = w->store->src[1];
   DType i = g.l ? g.l->dtype : dt_scalar(UJ_INT32);
   if (!w->outputs) { /* thread 0 stores the row's value */
-    const UOp *first = g.l ? uop_binary(ctx, UJ_OP_CMPEQ, g.l, uop_const_int(ctx, i, 0)) : NULL;
+    const UOp *first = g.l ? bin(ctx, UJ_OP_CMPEQ, g.l, uop_const_int(ctx, i, 0)) : NULL;
     v = first ? opt_substitute(ctx, v, g.from, g.to, g.ndone) : NULL;
     effects[g.n++] = v ? store_of(ctx, gated(ctx, p, first, i), v) : NULL;
   } else { /* output j = j' T + l, after the row's scalars (hoisted) */
@@ -254,6 +271,9 @@ static const UOp *group_end(Ctx *ctx, const UOp *kernel, const Rows *w, int64_t 
 const UOp *opt_workgroup(Ctx *ctx, const UOp *kernel, const TargetDesc *t) {
   Rows w;
   if (t->kind != TARGET_DESC_GPU || !find_rows(ctx, kernel, &w)) return kernel;
+  /* a loop around the workgroups (past the grid's three dimensions) would run them one after another in one
+   * block, reusing the local memory with no barrier between steps: not on a GPU */
+  if (w.nends > 3) return kernel;
   int64_t b = w.outputs ? opt_const_bound(w.outputs->src[0]) : 0, threads = 1;
   for (size_t r = 0; r < w.nreduces; r++)
     if (opt_const_bound(w.reduces[r]->src[1]) > b) b = opt_const_bound(w.reduces[r]->src[1]);
@@ -263,8 +283,8 @@ const UOp *opt_workgroup(Ctx *ctx, const UOp *kernel, const TargetDesc *t) {
   const UOp *inner = group_end(ctx, kernel, &w, threads);
   for (size_t e = w.nends; inner && e-- > 0;) { /* the loops around: block ids */
     const UOp *r = w.ends[e]->src[0];
-    const UOp *g = e < 3 ? uop_new(ctx, UJ_OP_RANGE, r->dtype, r->src, 1, (Arg){"global", r->ints, r->nints}) : r;
-    const UOp *body = g == r ? inner : opt_substitute(ctx, inner, &r, &g, 1);
+    const UOp *g = uop_new(ctx, UJ_OP_RANGE, r->dtype, r->src, 1, (Arg){"global", r->ints, r->nints});
+    const UOp *body = g ? opt_substitute(ctx, inner, &r, &g, 1) : NULL;
     inner = body ? uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), (const UOp *[]){g, body}, 2, arg_none()) : NULL;
   }
   return inner ? uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), &inner, 1, arg_none()) : NULL;

@@ -44,12 +44,6 @@ enum { FUSE_MAX_CONE = 1024 };  /* nodes a try looks at, at most (attention's: 6
 static bool is_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1; }
 static bool is_max(const UOp *u) { return is_reduce(u) && !strcmp(u->name, "MAX"); }
 
-/* Whether kernel computes a REDUCE or costly op in a loop over a RANGE
- * (more than one step) that it does not read (taken as so when the kernel
- * has more RANGEs than fit a mask); a `local` RANGE is a workgroup's
- * threads, which run side by side, not a loop, and a LOAD of an ALLOC
- * reads every loop around it (a store may change it in any step). *ok
- * false when out of memory. */
 /* A LOAD of an ALLOC (a row's total in local memory, a hoisted scalar). */
 static bool loads_alloc(const UOp *u) {
   const UOp *p = u->src[0];
@@ -57,6 +51,12 @@ static bool loads_alloc(const UOp *u) {
   return p->op == UJ_OP_ALLOC;
 }
 
+/* Whether kernel computes a REDUCE or costly op in a loop over a RANGE
+ * (more than one step) that it does not read (taken as so when the kernel
+ * has more RANGEs than fit a mask); a `local` RANGE is a workgroup's
+ * threads, which run side by side, not a loop, and a LOAD of an ALLOC
+ * reads every loop around it (a store may change it in any step). *ok
+ * false when out of memory. */
 static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
   Topo t;
   const UOp *ranges[FUSE_MAX_RANGES];
