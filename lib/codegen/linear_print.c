@@ -9,58 +9,33 @@
  * A VALUE is its op and dtype on its items; a leaf (CONST, PARAM,
  * DEFINE_VAR, ALLOC) is the node's own text. Out: a malloc'd string;
  * NULL (error set) when out of memory. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/linear.h"
+#include "uop/strbuf.h"
 #include "uop/text.h"
 
-typedef struct Out {
-  char *buf;
-  size_t len, cap;
-  bool failed;
-} Out;
-
-static void put(Out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(Out *o, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (o->failed || n < 0) return;
-  if (o->len + (size_t)n + 1 > o->cap) {
-    size_t cap = 2 * o->cap + (size_t)n + 256;
-    char *b = realloc(o->buf, cap);
-    if (!b) return (void)(o->failed = true);
-    o->buf = b, o->cap = cap;
-  }
-  va_start(ap, fmt);
-  vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-  va_end(ap);
-  o->len += (size_t)n;
+static void item_ref(StrBuf *o, uint32_t k) {
+  if (k == LIN_NONE) strbuf_add(o, " -");
+  else strbuf_add(o, " %%%u", k);
 }
 
-static void item_ref(Out *o, uint32_t k) {
-  if (k == LIN_NONE) put(o, " -");
-  else put(o, " %%%u", k);
-}
-
-static void value(Out *o, const UOp *u, const uint32_t *src, uint32_t n) {
+static void value(StrBuf *o, const UOp *u, const uint32_t *src, uint32_t n) {
   char d[48], text[256];
   if (u->nsrc == 0) { /* a leaf: its own text */
     text_print_node(u, 0, text, sizeof text);
-    put(o, "%s", text);
+    strbuf_add(o, "%s", text);
     return;
   }
-  put(o, "%s:%s", op_table[u->op].name, dtype_str(u->dtype, d, sizeof d));
-  if (u->op == UJ_OP_GEP) put(o, " %lld", (long long)u->ints[0]);
+  strbuf_add(o, "%s:%s", op_table[u->op].name, dtype_str(u->dtype, d, sizeof d));
+  if (u->op == UJ_OP_GEP) strbuf_add(o, " %lld", (long long)u->ints[0]);
   for (uint32_t i = 0; i < n && i < u->nsrc; i++) item_ref(o, src[i]); /* not INDEX's e (linear.h) */
 }
 
 char *linear_print(Ctx *ctx, const Linear *l) {
-  Out o = {0};
+  StrBuf o = {0};
   unsigned depth = 0;
   char d[48];
   for (uint32_t k = 0; k < l->n && !o.failed; k++) {
@@ -68,42 +43,42 @@ char *linear_print(Ctx *ctx, const Linear *l) {
     const uint32_t *src = lin_src(l, k);
     const UOp *u = it->u;
     if (it->kind == LIN_ENDLOOP && depth) depth--;
-    put(&o, "%*s", (int)(2 * depth), "");
+    strbuf_add(&o, "%*s", (int)(2 * depth), "");
     switch ((LinKind)it->kind) {
     case LIN_VALUE:
-      put(&o, "%%%u = ", k);
+      strbuf_add(&o, "%%%u = ", k);
       value(&o, u, src, it->nsrc);
       break;
     case LIN_LOOP:
-      put(&o, "%%%u = LOOP %s %lld <", k, u->name, (long long)u->ints[0]);
+      strbuf_add(&o, "%%%u = LOOP %s %lld <", k, u->name, (long long)u->ints[0]);
       item_ref(&o, src[0]);
-      if (it->nsrc > 1) put(&o, " from"), item_ref(&o, src[1]);
-      if (it->flags & LIN_GRID) put(&o, " grid");
+      if (it->nsrc > 1) strbuf_add(&o, " from"), item_ref(&o, src[1]);
+      if (it->flags & LIN_GRID) strbuf_add(&o, " grid");
       depth++;
       break;
     case LIN_PHI:
-      put(&o, "%%%u = PHI %s:%s in %%%u from", k, u->name, dtype_str(u->dtype, d, sizeof d), src[0]);
-      if (src[1] == LIN_NONE) put(&o, " identity");
+      strbuf_add(&o, "%%%u = PHI %s:%s in %%%u from", k, u->name, dtype_str(u->dtype, d, sizeof d), src[0]);
+      if (src[1] == LIN_NONE) strbuf_add(&o, " identity");
       else item_ref(&o, src[1]);
       break;
     case LIN_ACC:
-      put(&o, "%%%u = ACC %s:%s", k, u->name, dtype_str(u->dtype, d, sizeof d));
+      strbuf_add(&o, "%%%u = ACC %s:%s", k, u->name, dtype_str(u->dtype, d, sizeof d));
       item_ref(&o, src[0]), item_ref(&o, src[1]);
-      if (it->nsrc == 4) put(&o, " fma"), item_ref(&o, src[2]), item_ref(&o, src[3]);
+      if (it->nsrc == 4) strbuf_add(&o, " fma"), item_ref(&o, src[2]), item_ref(&o, src[3]);
       break;
     case LIN_ENDLOOP:
-      put(&o, "ENDLOOP %%%u", src[0]);
-      for (uint32_t i = 1; i + 1 < it->nsrc; i += 2) put(&o, " (%%%u <- %%%u)", src[i], src[i + 1]);
+      strbuf_add(&o, "ENDLOOP %%%u", src[0]);
+      for (uint32_t i = 1; i + 1 < it->nsrc; i += 2) strbuf_add(&o, " (%%%u <- %%%u)", src[i], src[i + 1]);
       break;
     case LIN_STORE:
-      put(&o, "STORE");
+      strbuf_add(&o, "STORE");
       item_ref(&o, src[0]), item_ref(&o, src[1]);
       break;
-    case LIN_BARRIER: put(&o, "BARRIER%s", it->flags & LIN_WORKGROUP ? " workgroup" : ""); break;
+    case LIN_BARRIER: strbuf_add(&o, "BARRIER%s", it->flags & LIN_WORKGROUP ? " workgroup" : ""); break;
     }
-    put(&o, "\n");
+    strbuf_add(&o, "\n");
   }
-  if (!o.failed && !o.buf) put(&o, "%s", "");
+  if (!o.failed && !o.buf) strbuf_add(&o, "%s", "");
   if (o.failed) {
     free(o.buf);
     ctx_set_error(ctx, "linear_print: out of memory");

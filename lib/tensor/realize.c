@@ -4,7 +4,6 @@
  * are seen through the session's map of realized nodes, so nothing is
  * computed twice; a graph scheduled before takes its schedule from the
  * session's cache (schedule.h), so it is not cut or optimized twice. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "tensor/tensor_impl.h"
 #include "uop/alu.h"
 #include "uop/nodemap.h"
+#include "uop/strbuf.h"
 
 static const UOp *known_view(void *user, const UOp *u, const UOp *rebuilt) {
   const uj_session *s = user;
@@ -161,52 +161,25 @@ uj_status uj_tensor_to_host(uj_tensor *t, void *dst, size_t bytes) {
 
 /* ---- what realizing would run ---- */
 
-typedef struct Text {
-  char *buf;
-  size_t len, cap;
-  bool failed;
-} Text;
-
-static void text_add(Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void text_add(Text *t, const char *fmt, ...) {
-  va_list ap;
-  for (int attempt = 0; attempt < 2 && !t->failed; attempt++) {
-    va_start(ap, fmt);
-    int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) t->failed = true;
-    else if (t->buf && (size_t)n < t->cap - t->len) {
-      t->len += (size_t)n;
-      return;
-    } else {
-      size_t cap = t->cap ? t->cap : 256;
-      while (cap < t->len + (size_t)n + 1) cap *= 2;
-      char *b = realloc(t->buf, cap);
-      if (!b) t->failed = true;
-      else t->buf = b, t->cap = cap;
-    }
-  }
-}
-
-static void describe_item(Text *out, const ScheduleItem *it, size_t j) {
+static void describe_item(StrBuf *out, const ScheduleItem *it, size_t j) {
   char b[128];
   const UOp *o = it->output;
-  text_add(out, "kernel %zu %s: writes buffer %lld %s", j, it->name, (long long)o->ints[0],
+  strbuf_add(out, "kernel %zu %s: writes buffer %lld %s", j, it->name, (long long)o->ints[0],
            dtype_str(dt_base(o->dtype), b, sizeof b));
-  text_add(out, "[%lld]", (long long)o->ints[1]);
+  strbuf_add(out, "[%lld]", (long long)o->ints[1]);
   for (size_t k = 0; k < it->ninputs; k++)
-    text_add(out, "%s%lld", k ? ", " : "; reads buffers ", (long long)it->inputs[k]->ints[0]);
-  if (it->ndeps) text_add(out, "; after kernel");
-  for (size_t k = 0; k < it->ndeps; k++) text_add(out, " %zu", it->deps[k]);
-  text_add(out, "\n");
+    strbuf_add(out, "%s%lld", k ? ", " : "; reads buffers ", (long long)it->inputs[k]->ints[0]);
+  if (it->ndeps) strbuf_add(out, "; after kernel");
+  for (size_t k = 0; k < it->ndeps; k++) strbuf_add(out, " %zu", it->deps[k]);
+  strbuf_add(out, "\n");
 }
 
-static bool describe_stage(uj_session *s, Text *out, const ScheduleItem *it, const char *what) {
+static bool describe_stage(uj_session *s, StrBuf *out, const ScheduleItem *it, const char *what) {
   char *text = NULL;
   if (!strcmp(what, "uops")) text = uj_print(s->ctx, it->kernel);
   else text = uj_emit(s->ctx, it->kernel, UJ_EMIT_IR_OPT, NULL, NULL);
   if (!text) return false;
-  text_add(out, "%s%s", text, text[0] && text[strlen(text) - 1] == '\n' ? "" : "\n");
+  strbuf_add(out, "%s%s", text, text[0] && text[strlen(text) - 1] == '\n' ? "" : "\n");
   free(text);
   return true;
 }
@@ -220,8 +193,8 @@ char *uj_tensor_schedule_text(uj_tensor *t, const char *what) {
   Schedule *sch = schedule_of(s, &t, 1);
   s->next_buffer_id = next;
   if (!sch) return NULL;
-  Text out = {0};
-  text_add(&out, "%zu kernel%s\n", sch->nitems, sch->nitems == 1 ? "" : "s");
+  StrBuf out = {0};
+  strbuf_add(&out, "%zu kernel%s\n", sch->nitems, sch->nitems == 1 ? "" : "s");
   bool ok = true;
   for (size_t j = 0; ok && j < sch->nitems; j++) {
     describe_item(&out, &sch->items[j], j);
