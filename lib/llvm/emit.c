@@ -7,7 +7,6 @@
 #include <llvm-c/Core.h>
 
 #include "llvm/codeobj.h"
-#include "llvm/listing.h"
 #include "llvm/pipeline.h"
 
 static const char *const emit_names[] = {"ir", "ir-opt", "asm", "ptx", "amdgcn", "hsaco", "list"};
@@ -50,9 +49,11 @@ char *uj_emit(uj_ctx *ctx, const uj_uop *kernel, uj_emit_kind kind, const char *
   if (!emit_target(ctx, kind, arch, &t)) return NULL;
   if (kind == UJ_EMIT_LIST) { /* no LLVM: the list the renderer would take */
     Linear l;
-    bool listed = pipeline_listing(ctx, kernel, target_kind_names[t.kind], t.kind == TARGET_CPU ? NULL : arch, &l);
+    KernelSig sig;
+    PipelineRequest req = {.target = &t, .name = "kernel"};
+    bool listed = pipeline_linearize(ctx, kernel, &req, &sig, &l);
     char *out = listed ? linear_print(ctx, &l) : NULL;
-    if (listed) linear_free(&l);
+    if (listed) linear_free(&l), kernel_sig_free(&sig);
     if (out && len) *len = strlen(out);
     return out;
   }

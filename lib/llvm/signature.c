@@ -5,10 +5,9 @@
 
 #include "llvm/signature.h"
 
-/* The PARAM a pointer comes from (through INDEXes), or NULL. */
-/* The PARAM or ALLOC a pointer is into. */
+/* The PARAM or ALLOC a pointer is into, or NULL. */
 static const UOp *base_memory(const UOp *p) {
-  while (p->op == UJ_OP_INDEX) p = p->src[0];
+  p = uop_memory_of(p);
   return p->op == UJ_OP_PARAM || p->op == UJ_OP_ALLOC ? p : NULL;
 }
 

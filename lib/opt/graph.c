@@ -219,3 +219,32 @@ const UOp *opt_reduce_step(Ctx *ctx, Op op, const UOp *acc, const UOp *v) {
     return uop_ternary(ctx, UJ_OP_MULACC, v->src[0], v->src[1], acc);
   return uop_binary(ctx, op == UJ_OP_MULACC ? UJ_OP_ADD : op, acc, v);
 }
+
+int opt_loop_free_parts(Ctx *ctx, const UOp *value, const UOp *j, const UOp **out, int max) {
+  Topo t;
+  bool ok = topo_make(ctx, value, &t);
+  size_t n = t.n;
+  unsigned char *dep = ok ? calloc(n, 1) : NULL, *holds = ok ? calloc(n, 1) : NULL; /* by place in t */
+  unsigned char *part = ok ? calloc(n, 1) : NULL;
+  int m = dep && holds && part ? 0 : -2;
+  for (size_t i = 0; m >= 0 && i < n; i++) {
+    const UOp *u = t.nodes[i];
+    bool d = u == j, h = u->op == UJ_OP_REDUCE;
+    for (uint32_t k = 0; k < u->nsrc; k++) {
+      uint32_t at = topo_at(&t, u->src[k]);
+      d |= dep[at], h |= holds[at];
+    }
+    dep[i] = d, holds[i] = h;
+    if (d && u->op == UJ_OP_REDUCE) m = -1;
+    for (uint32_t k = 0; d && k < u->nsrc; k++) {
+      uint32_t at = topo_at(&t, u->src[k]);
+      if (!dep[at] && holds[at]) part[at] = !dt_is_ptr(u->src[k]->dtype); /* a pointer's LOAD depends on j too */
+    }
+  }
+  if (m >= 0 && !dep[n - 1] && holds[n - 1]) part[n - 1] = 1; /* value, the last */
+  for (size_t i = 0; m >= 0 && i < n; i++)
+    if (part[i]) m = m < max ? (out[m] = t.nodes[i], m + 1) : -1;
+  topo_free(&t), free(dep), free(holds), free(part);
+  if (m == -2) ctx_set_error(ctx, "opt: out of memory");
+  return m;
+}

@@ -29,6 +29,13 @@ const UOp *opt_substitute(Ctx *ctx, const UOp *x, const UOp *const *from, const 
  * they all share one list of at most max: in k, their count; 0 when x
  * has no REDUCE, the lists differ or are longer, or out of memory. */
 size_t opt_shared_reduce_ranges(Ctx *ctx, const UOp *x, const UOp **k, size_t max);
+/* What a loop over RANGE j need not compute again (opt_hoist on the CPU,
+ * a GPU row's scalars in workgroup.c): the nodes of value that do not
+ * depend on j, hold a REDUCE and are read by a node that depends on j (or
+ * are value itself), pointers excepted, sources first, in out; their
+ * count. -1 when value reads a REDUCE that depends on j or has more than
+ * max such parts; -2 (error set) when out of memory. */
+int opt_loop_free_parts(Ctx *ctx, const UOp *value, const UOp *j, const UOp **out, int max);
 /* The bound of RANGE r when it is a constant, else 0. */
 int64_t opt_const_bound(const UOp *r);
 

@@ -32,39 +32,6 @@ typedef struct Hoist {
   unsigned depth;                 /* the loop (chain index) whose body stores it */
 } Hoist;
 
-/* The parts to hoist, sources first: the nodes of value not depending on
- * j that hold a REDUCE and are read by a node that depends on j (or are
- * the value); their count. -1 when value reads a REDUCE that depends on j
- * or has more than HOIST_MAX parts; -2 (error set) when out of memory. */
-static int find_parts(Ctx *ctx, const UOp *value, const UOp *j, const UOp **out) {
-  Topo t;
-  bool ok = topo_make(ctx, value, &t);
-  size_t n = t.n;
-  unsigned char *dep = ok ? calloc(n, 1) : NULL, *holds = ok ? calloc(n, 1) : NULL; /* by place in t */
-  unsigned char *part = ok ? calloc(n, 1) : NULL;
-  int m = dep && holds && part ? 0 : -2;
-  for (size_t i = 0; m >= 0 && i < n; i++) {
-    const UOp *u = t.nodes[i];
-    bool d = u == j, h = u->op == UJ_OP_REDUCE;
-    for (uint32_t k = 0; k < u->nsrc; k++) {
-      uint32_t at = topo_at(&t, u->src[k]);
-      d |= dep[at], h |= holds[at];
-    }
-    dep[i] = d, holds[i] = h;
-    if (d && u->op == UJ_OP_REDUCE) m = -1;
-    for (uint32_t k = 0; d && k < u->nsrc; k++) {
-      uint32_t at = topo_at(&t, u->src[k]);
-      if (!dep[at] && holds[at]) part[at] = !dt_is_ptr(u->src[k]->dtype); /* a pointer's LOAD depends on j too */
-    }
-  }
-  if (m >= 0 && !dep[n - 1] && holds[n - 1]) part[n - 1] = 1; /* value, the last */
-  for (size_t i = 0; m >= 0 && i < n; i++)
-    if (part[i]) m = m < HOIST_MAX ? (out[m] = t.nodes[i], m + 1) : -1;
-  topo_free(&t), free(dep), free(holds), free(part);
-  if (m == -2) ctx_set_error(ctx, "opt_hoist: out of memory");
-  return m;
-}
-
 /* x with the RANGEs its REDUCEs bind replaced by fresh ones, numbered
  * from *axis on: the renderer runs REDUCEs over one RANGE in one loop
  * (docs/compile.md), and a part's REDUCE that reads an earlier part's
@@ -111,7 +78,7 @@ const UOp *opt_hoist(Ctx *ctx, const UOp *kernel) {
   for (const UOp *e = end ? kernel->src[0] : NULL; e && n < HOIST_MAX_LOOPS; e = e == end ? NULL : e->src[1]) loops[n++] = e;
   if (n < 2 || loops[n - 1] != end) return kernel;
   const UOp *j = end->src[0], *store = end->src[1];
-  int m = find_parts(ctx, store->src[1], j, parts);
+  int m = opt_loop_free_parts(ctx, store->src[1], j, parts, HOIST_MAX);
   if (m <= 0) return m == -2 ? NULL : kernel;
   Hoist hs[HOIST_MAX];
   int kept = 0;

@@ -28,8 +28,9 @@
 #include "uop/alu.h"
 
 enum { MAX_NEST = 8, MAX_GROUP_THREADS = 256, MAX_REDUCES = 8 };
-enum { MAX_ROW_OUTPUTS = MAX_GROUP_THREADS * 64 };
-enum { MAX_PARTS = 16, MAX_EFFECTS = MAX_REDUCES * (2 * 8 + 2) + MAX_PARTS + 1 }; /* a REDUCE's tree: 2 a level, 8 levels */ /* a row's outputs a workgroup writes, at most */
+enum { MAX_ROW_OUTPUTS = MAX_GROUP_THREADS * 64 }; /* a row's outputs a workgroup writes, at most */
+/* a REDUCE's effects: its partial, 2 a tree level (8 levels at most), a BARRIER; the row's scalars; the outputs */
+enum { MAX_PARTS = 16, MAX_EFFECTS = MAX_REDUCES * (2 * 8 + 2) + MAX_PARTS + 1 };
 
 /* Nodes of the pass's own, NULL when a source is (out of memory). */
 static const UOp *bin(Ctx *ctx, Op op, const UOp *a, const UOp *b) { return a && b ? uop_binary(ctx, op, a, b) : NULL; }
@@ -91,6 +92,7 @@ static bool find_rows(Ctx *ctx, const UOp *kernel, Rows *w) {
   for (size_t r = 1; same && r < w->nreduces; r++) same = w->reduces[r]->src[1]->dtype.scalar == i.scalar;
   return same;
 }
+
 /* Outputs of the nest: its loops' iterations (their bounds' maxima). */
 static int64_t outputs_of(const UOp *const *ends, size_t n) {
   int64_t outputs = 1;
@@ -197,30 +199,14 @@ static bool group_reduce(Group *g, const UOp *reduce, bool alone) {
  * Bit for bit the same operations on the same values. */
 static bool hoist_row_scalars(Group *g, const Rows *w, const UOp **v) {
   Ctx *ctx = g->ctx;
-  const UOp **nodes = NULL, *j = w->outputs->src[0];
-  size_t n = uop_toposort(ctx, *v, &nodes);
-  unsigned char *flags = n ? calloc(n, 1) : NULL; /* 1: reads j, 2: holds a REDUCE, 4: read where j is read */
-  bool ok = flags != NULL;
-  for (size_t a = 0; ok && a < n; a++) {
-    const UOp *u = nodes[a];
-    unsigned char f = u == j ? 1 : u->op == UJ_OP_REDUCE ? 2 : 0;
-    for (uint32_t k = 0; u->op != UJ_OP_REDUCE && k < u->nsrc; k++) {
-      const UOp **at = bsearch(&u->src[k], nodes, n, sizeof *nodes, uop_cmp_id);
-      f |= flags[at - nodes] & 3;
-    }
-    flags[a] = f;
-    for (uint32_t k = 0; (f & 1) && k < u->nsrc; k++) {
-      const UOp **at = bsearch(&u->src[k], nodes, n, sizeof *nodes, uop_cmp_id);
-      flags[at - nodes] |= 4;
-    }
-  }
-  const UOp *from[MAX_PARTS], *to[MAX_PARTS];
+  const UOp *parts[MAX_PARTS], *from[MAX_PARTS], *to[MAX_PARTS];
+  int m = opt_loop_free_parts(ctx, *v, w->outputs->src[0], parts, MAX_PARTS);
+  if (m == -2) return false;
   size_t nparts = 0;
-  for (size_t a = 0; ok && a < n; a++) {
-    const UOp *u = nodes[a];
-    bool part = (flags[a] & 3) == 2 && ((flags[a] & 4) || u == *v) && u->op != UJ_OP_REDUCE && !dt_is_ptr(u->dtype);
-    if (!part) continue;
-    if (nparts == MAX_PARTS) break; /* the rest stays in the loop */
+  bool ok = true;
+  for (int p = 0; ok && p < m; p++) {
+    const UOp *u = parts[p];
+    if (u->op == UJ_OP_REDUCE) continue; /* its total is read as it is */
     const UOp *t = uop_new(ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)u->dtype.scalar, u->dtype.lanes, UJ_AS_REG), NULL, 0,
                            (Arg){NULL, (int64_t[]){g->alloc++, 1}, 2});
     const UOp *slot = t ? local_at(ctx, t, uop_const_int(ctx, g->l->dtype, 0), NULL) : NULL;
@@ -229,7 +215,6 @@ static bool hoist_row_scalars(Group *g, const Rows *w, const UOp **v) {
     from[nparts] = u, to[nparts++] = load(ctx, slot);
     ok = g->effects[g->n - 1] && to[nparts - 1];
   }
-  free(nodes), free(flags);
   const UOp *hoisted = ok && nparts ? opt_substitute(ctx, *v, from, to, nparts) : *v;
   /* then the REDUCEs the value still reads directly: their totals */
   *v = ok && hoisted ? opt_substitute(ctx, hoisted, g->from, g->to, g->ndone) : NULL;

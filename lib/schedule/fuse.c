@@ -44,13 +44,6 @@ enum { FUSE_MAX_CONE = 1024 };  /* nodes a try looks at, at most (attention's: 6
 static bool is_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1; }
 static bool is_max(const UOp *u) { return is_reduce(u) && !strcmp(u->name, "MAX"); }
 
-/* A LOAD of an ALLOC (a row's total in local memory, a hoisted scalar). */
-static bool loads_alloc(const UOp *u) {
-  const UOp *p = u->src[0];
-  while (p->op == UJ_OP_INDEX) p = p->src[0];
-  return p->op == UJ_OP_ALLOC;
-}
-
 /* Whether kernel computes a REDUCE or costly op in a loop over a RANGE
  * (more than one step) that it does not read (taken as so when the kernel
  * has more RANGEs than fit a mask); a `local` RANGE is a workgroup's
@@ -75,7 +68,7 @@ static bool recomputes(Ctx *ctx, const UOp *kernel, bool *ok) {
       continue;
     }
     uint64_t bound = 0;
-    if (u->op == UJ_OP_LOAD && loads_alloc(u)) reads[i] = ~0ull; /* may change in any step around it (docs/semantics.md "ALLOC") */
+    if (uop_loads_alloc(u)) reads[i] = ~0ull; /* may change in any step around it (docs/semantics.md "ALLOC") */
     for (uint32_t k = 0; k < u->nsrc; k++) {
       if (u->op == UJ_OP_REDUCE && k > 0) bound |= reads[topo_at(&t, u->src[k])];
       else if (u->op != UJ_OP_END || k > 0) reads[i] |= reads[topo_at(&t, u->src[k])];

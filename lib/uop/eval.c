@@ -133,16 +133,6 @@ static const UOp **post_order(Eval *ev, const UOp *root, size_t *count) {
 
 /* Lists the graph and gives each value node its words, each pointer node
  * its Pointer; marks the nodes that depend on a RANGE. */
-/* A LOAD from an ALLOC: a STORE of the run may change what it reads, so it
- * is computed again in every loop step like a value of a RANGE, wherever
- * its index comes from (docs/semantics.md, "Loops"). */
-static bool loads_alloc(const UOp *u) {
-  if (u->op != UJ_OP_LOAD) return false;
-  const UOp *p = u->src[0];
-  while (p->op == UJ_OP_INDEX) p = p->src[0];
-  return p->op == UJ_OP_ALLOC;
-}
-
 static bool results_alloc(Eval *ev, const UOp *root) {
   size_t nwords = 0, nptrs = 0;
   ev->order = post_order(ev, root, &ev->norder);
@@ -159,7 +149,7 @@ static bool results_alloc(Eval *ev, const UOp *root) {
     const UOp *u = ev->order[i];
     if (dt_is_ptr(u->dtype)) ev->where[ix(ev, u)] = 1 + nptrs++;
     else if (!dt_is_void(u->dtype)) ev->where[ix(ev, u)] = 1 + nwords, nwords += u->dtype.lanes;
-    bool in_loop = u->op == UJ_OP_RANGE || loads_alloc(u);
+    bool in_loop = u->op == UJ_OP_RANGE || uop_loads_alloc(u); /* a LOAD of an ALLOC: again every loop step */
     for (uint32_t k = 0; k < u->nsrc && !in_loop; k++) in_loop = ev->in_loop[ix(ev, u->src[k])];
     ev->in_loop[ix(ev, u)] = in_loop;
   }

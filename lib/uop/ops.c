@@ -397,6 +397,13 @@ AxisKind range_kind(const UOp *range) {
   return k;
 }
 
+const UOp *uop_memory_of(const UOp *p) {
+  while (p->op == UJ_OP_INDEX) p = p->src[0];
+  return p;
+}
+
+bool uop_loads_alloc(const UOp *u) { return u->op == UJ_OP_LOAD && uop_memory_of(u->src[0])->op == UJ_OP_ALLOC; }
+
 bool op_from_name(const char *name, size_t len, Op *out) {
   for (int i = 0; i < UJ_OP_COUNT; i++) {
     if (strlen(op_table[i].name) == len && memcmp(op_table[i].name, name, len) == 0) {

@@ -172,6 +172,11 @@ extern const char *const axis_kind_names[AXIS_COUNT];
 bool axis_kind_from_name(const char *name, AxisKind *out);
 /* The kind of a RANGE node (its arg's name, checked by the spec). */
 AxisKind range_kind(const UOp *range);
+/* The memory a pointer points into, through its INDEXes (a PARAM, BUFFER
+ * or ALLOC); whether u is a LOAD from an ALLOC (a STORE of the run may
+ * change what it reads: docs/semantics.md "ALLOC"). */
+const UOp *uop_memory_of(const UOp *pointer);
+bool uop_loads_alloc(const UOp *u);
 
 enum OpFlag {
   OPF_ALU = 1 << 0,         /* computes a value from values, per lane */
