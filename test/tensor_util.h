@@ -26,6 +26,23 @@
 
 /* ---- helpers ---- */
 
+enum { TEST_SKIPPED = 77 }; /* CTest's SKIP_RETURN_CODE */
+
+/* The session a suite runs on: UJ_DEVICE's device, else the CPU. A GPU
+ * that is not here ("no CUDA device: ...", "no AMD GPU: ...") skips the
+ * suite with its reason; any other failure fails it. */
+static inline uj_session *suite_session(const char *suite) {
+  const char *why = NULL;
+  uj_session *s = uj_session_new(NULL, &why);
+  if (s) return s;
+  if (why && (strncmp(why, "no CUDA device: ", 16) == 0 || strncmp(why, "no AMD GPU: ", 12) == 0)) {
+    printf("%s: skipped: %s\n", suite, why);
+    exit(TEST_SKIPPED);
+  }
+  fprintf(stderr, "%s: no session: %s\n", suite, why ? why : "?");
+  exit(1);
+}
+
 typedef struct Rng {
   uint64_t s;
 } Rng;
@@ -116,14 +133,17 @@ static inline bool evaluate_with(uj_session *s, uj_tensor *t, TensorValue *out, 
   for (size_t i = 0; ok && i < n; i++) {
     if (nodes[i]->op != UJ_OP_BUFFER) continue;
     RtBuffer *m = buffer_table_get(&s->buffers, nodes[i]->ints[0]);
-    ok = m != NULL;
-    CHECK(ok, "%s: BUFFER %lld has no memory", what, (long long)nodes[i]->ints[0]);
-    if (ok) tb[nb++] = (TensorBinding){nodes[i], m->mem, m->bytes};
+    void *host = m ? malloc(m->bytes ? m->bytes : 1) : NULL; /* a GPU's memory is not the host's */
+    ok = host && s->device->ops->copy_out(s->device, host, m->mem, m->bytes);
+    CHECK(ok, "%s: BUFFER %lld has no memory (%s)", what, (long long)nodes[i]->ints[0], uj_error(s->ctx));
+    if (ok) tb[nb++] = (TensorBinding){nodes[i], host, m->bytes};
+    else free(host);
   }
   if (ok) {
     ok = bounded ? eval_tensor_bounds(s->ctx, root, tb, nb, out) : eval_tensor(s->ctx, root, tb, nb, out);
     CHECK(ok, "%s: eval_tensor: %s", what, uj_error(s->ctx));
   }
+  for (size_t i = 0; i < nb; i++) free((void *)tb[i].data);
   free(tb), free(nodes);
   return ok;
 }

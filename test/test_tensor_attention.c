@@ -119,9 +119,7 @@ static void check_block(uj_session *s, Rng *r, int64_t t, int64_t c, int64_t hea
 }
 
 int main(void) {
-  const char *err = NULL;
-  uj_session *s = uj_session_new(NULL, &err);
-  if (!s) return fprintf(stderr, "no session: %s\n", err), 1;
+  uj_session *s = suite_session("test_tensor_attention");
   Rng r = {0x5eed};
   check(s, &r, 1, 2, 37, 8, 0);  /* not a multiple of the chunk: one loop over j */
   check(s, &r, 2, 3, 64, 64, 0); /* in chunks of 16, the whole row of the output in registers */

@@ -430,10 +430,7 @@ static void test_cat_exact_and_wide(uj_session *s) {
 }
 
 int main(int argc, char **argv) {
-  const char *error = NULL;
-  uj_session *s = uj_session_new(NULL, &error);
-  CHECK(s != NULL, "session: %s", error ? error : "?");
-  if (!s) return check_report("test_tensor_movement");
+  uj_session *s = suite_session("test_tensor_movement");
 
   int chains = argc > 1 ? atoi(argv[1]) : 2000;
   test_movement_by_hand(s);

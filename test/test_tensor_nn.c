@@ -248,10 +248,7 @@ static void test_pool(uj_session *s, Rng *r) {
 }
 
 int main(int argc, char **argv) {
-  const char *error = NULL;
-  uj_session *s = uj_session_new(NULL, &error);
-  CHECK(s != NULL, "session: %s", error ? error : "?");
-  if (!s) return check_report("test_tensor_nn");
+  uj_session *s = suite_session("test_tensor_nn");
   Rng r = {0x2545F4914F6CDD1Dull};
   test_matmul(s, &r);
   test_conv2d(s, &r);

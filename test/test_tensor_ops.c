@@ -749,10 +749,7 @@ static void test_big_sums(uj_session *s, Rng *r) {
 }
 
 int main(int argc, char **argv) {
-  const char *error = NULL;
-  uj_session *s = uj_session_new(NULL, &error);
-  CHECK(s != NULL, "session: %s", error ? error : "?");
-  if (!s) return check_report("test_tensor_ops");
+  uj_session *s = suite_session("test_tensor_ops");
   Rng r = {0x2545F4914F6CDD1Dull};
   test_constants(s);
   test_arange(s);

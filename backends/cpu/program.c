@@ -177,16 +177,6 @@ static void cache_remove(CpuJit *j, uj_program *p) {
 
 /* ---- compiling ---- */
 
-static bool name_ok(Ctx *ctx, const char *name) {
-  size_t n = strlen(name);
-  bool ok = n > 0 && n < 48 && !(name[0] >= '0' && name[0] <= '9');
-  for (size_t i = 0; ok && i < n; i++)
-    ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
-         (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
-  if (!ok) ctx_set_error(ctx, "compile: kernel name '%s' is not [A-Za-z_][A-Za-z0-9_]* (at most 47)", name);
-  return ok;
-}
-
 /* Render and optimize in a fresh thread-safe context, add the module to
  * the JIT under its own resource tracker, look the entry up. */
 static bool program_build(Ctx *ctx, CpuJit *j, uj_program *p) {
@@ -213,7 +203,7 @@ uj_program *uj_compile(uj_ctx *ctx, const uj_uop *kernel, const char *name) {
   if (!ctx) return NULL;
   if (!name) name = "kernel";
   if (!kernel) return ctx_set_error(ctx, "compile: no kernel"), NULL;
-  CpuJit *j = name_ok(ctx, name) ? jit_get(ctx) : NULL;
+  CpuJit *j = pipeline_name_ok(ctx, name) ? jit_get(ctx) : NULL;
   if (!j) return NULL;
   uint64_t key = program_key(j, kernel);
   uj_program *p = cache_find(j, kernel, key);

@@ -19,6 +19,16 @@
 #include "uop/spec.h"
 #include "uop/text.h"
 
+bool pipeline_name_ok(Ctx *ctx, const char *name) {
+  size_t n = strlen(name);
+  bool ok = n > 0 && n < 48 && !(name[0] >= '0' && name[0] <= '9');
+  for (size_t i = 0; ok && i < n; i++)
+    ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+         (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
+  if (!ok) ctx_set_error(ctx, "compile: kernel name '%s' is not [A-Za-z_][A-Za-z0-9_]* (at most 47)", name);
+  return ok;
+}
+
 int pipeline_debug_level(void) {
   const char *v = getenv("UJ_DEBUG");
   return v ? atoi(v) : 0;

@@ -41,6 +41,9 @@ bool pipeline_emit(Ctx *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm, LLVMCod
                    char **out, size_t *len);
 /* The module's text, malloc'd. */
 char *pipeline_ir_text(LLVMModuleRef mod);
+/* A kernel's name fits every target's symbols: [A-Za-z_][A-Za-z0-9_]*,
+ * at most 47 characters; false with the error set. */
+bool pipeline_name_ok(Ctx *ctx, const char *name);
 /* UJ_DEBUG as an int (0 when unset). */
 int pipeline_debug_level(void);
 /* Milliseconds on a monotonic clock. */

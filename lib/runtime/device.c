@@ -2,6 +2,7 @@
  * the pool of their freed memory (device.h). Which backends exist is the
  * table below. */
 #define _DEFAULT_SOURCE /* sysconf */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,34 +14,73 @@ enum { POOL_MAX_BYTES = 1 << 30 };
 
 typedef struct Backend {
   const char *name;
-  const DeviceOps *ops; /* NULL: known, but not in this build */
+  const DeviceOps *ops;  /* NULL: known, but not in this build */
+  const char *absent;    /* how a failed open begins: "no CUDA device" */
+  bool numbered;         /* takes "NAME:N" */
 } Backend;
 
 static const Backend backends[] = {
-  {"CPU", &cpu_device_ops},
-  {"EVAL", &eval_device_ops},
-  {"CUDA", NULL},
-  {"AMD", NULL},
+  {"CPU", &cpu_device_ops, NULL, false},
+  {"EVAL", &eval_device_ops, NULL, false},
+  {"CUDA", &cuda_device_ops, "no CUDA device", true},
+  {"AMD", NULL, "no AMD GPU", true},
 };
+
+/* The reason of this thread's last failed open: device_open has no
+ * context to keep it in (its caller frees the context on failure), so
+ * the text is the thread's own, as dlerror's is. */
+static _Thread_local char open_failure[512];
+
+static const Backend *backend_named(const char *want, int *ordinal, bool *bad_number) {
+  *ordinal = 0, *bad_number = false;
+  for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
+    size_t n = strlen(backends[i].name);
+    if (strncmp(backends[i].name, want, n) != 0) continue;
+    if (want[n] == 0) return &backends[i];
+    if (want[n] != ':') continue;
+    char *end = NULL;
+    long k = strtol(want + n + 1, &end, 10);
+    *bad_number = !backends[i].numbered || end == want + n + 1 || *end || k < 0 || k > 255;
+    *ordinal = (int)k;
+    return &backends[i];
+  }
+  return NULL;
+}
 
 Device *device_open(Ctx *ctx, const char *name, const char **error) {
   const char *env = getenv("UJ_DEVICE");
   bool from_env = !name && env && *env;
   const char *want = name ? name : from_env ? env : "CPU";
-  for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
-    if (strcmp(backends[i].name, want) != 0) continue;
-    if (!backends[i].ops) return *error = "device is not supported by this build yet (CPU is)", NULL;
-    Device *d = calloc(1, sizeof *d);
-    if (!d) return *error = "out of memory", NULL;
-    d->name = backends[i].name, d->ops = backends[i].ops, d->ctx = ctx, d->compiled = nodemap_make(ctx);
-    d->desc = d->ops->target(d);
-    size_t memory = d->ops->memory_bytes ? d->ops->memory_bytes(d) : 0;
-    d->pool.limit = memory && memory / 8 < POOL_MAX_BYTES ? memory / 8 : POOL_MAX_BYTES;
-    return d;
+  int ordinal;
+  bool bad_number;
+  const Backend *b = backend_named(want, &ordinal, &bad_number);
+  if (!b) {
+    *error = from_env ? "UJ_DEVICE names an unknown device (known: CPU, EVAL, CUDA, CUDA:N, AMD, AMD:N)"
+                      : "unknown device (known: CPU, EVAL, CUDA, CUDA:N, AMD, AMD:N)";
+    return NULL;
   }
-  *error = from_env ? "UJ_DEVICE names an unknown device (known: CPU, EVAL, CUDA, AMD)"
-                    : "unknown device (known: CPU, EVAL, CUDA, AMD)";
-  return NULL;
+  if (bad_number) {
+    snprintf(open_failure, sizeof open_failure, "device '%s': %s", want,
+             b->numbered ? "the number after ':' is not one from 0 to 255" : "this device takes no number");
+    return *error = open_failure, NULL;
+  }
+  if (!b->ops) return *error = "device is not supported by this build yet (CPU is)", NULL;
+  Device *d = calloc(1, sizeof *d);
+  if (!d) return *error = "out of memory", NULL;
+  snprintf(d->name, sizeof d->name, "%s", want);
+  d->ops = b->ops, d->ctx = ctx, d->compiled = nodemap_make(ctx);
+  char why[sizeof open_failure - 64] = "";
+  if (d->ops->open && !d->ops->open(d, ordinal, why, sizeof why)) {
+    snprintf(open_failure, sizeof open_failure, "%s: %s", b->absent ? b->absent : d->name, why);
+    nodemap_free(&d->compiled);
+    free(d);
+    return *error = open_failure, NULL;
+  }
+  d->desc = d->ops->target(d);
+  size_t memory = d->ops->memory_bytes ? d->ops->memory_bytes(d) : 0;
+  d->pool.limit = memory ? memory / 8 : POOL_MAX_BYTES; /* a GPU's own memory: an eighth of it */
+  if (d->ops->host_memory && d->pool.limit > POOL_MAX_BYTES) d->pool.limit = POOL_MAX_BYTES; /* the host's is shared */
+  return d;
 }
 
 size_t device_host_memory_bytes(void) {
@@ -50,10 +90,10 @@ size_t device_host_memory_bytes(void) {
 
 void device_close(Device *d) {
   if (!d) return;
-  if (d->ops->close) d->ops->close(d);
   device_pool_drain(d);
   for (size_t i = 0; i < d->ncache; i++)
     if (d->cache[i].program) d->ops->program_free(d, d->cache[i].program);
+  if (d->ops->close) d->ops->close(d);
   free(d->cache);
   nodemap_free(&d->compiled);
   free(d);

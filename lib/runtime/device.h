@@ -39,6 +39,10 @@ typedef struct LaunchArgs {
 } LaunchArgs;
 
 typedef struct DeviceOps {
+  /* Opens device number `ordinal` of the kind (0 unless the name said
+   * "KIND:N"); NULL: a device that needs no opening. False with the
+   * reason written to why[size] ("the driver library is missing"). */
+  bool (*open)(Device *d, int ordinal, char *why, size_t size);
   void *(*alloc)(Device *d, size_t bytes);
   void (*free)(Device *d, void *mem);
   bool (*copy_in)(Device *d, void *dst, const void *host, size_t bytes);
@@ -68,8 +72,8 @@ typedef struct DeviceOps {
    * with the error set when a kernel failed. */
   bool (*synchronize)(Device *d, DeviceQueue *queue);
   /* Frees what the device keeps beside its programs and memory (its
-   * queues; NULL: nothing), first thing in device_close: work issued and
-   * not synchronized is dropped. */
+   * queues, its driver; NULL: nothing), last thing in device_close,
+   * after the programs and the pool's memory went back to it. */
   void (*close)(Device *d);
   /* Its memory is host memory that nothing reads once the pool holds it:
    * the pool poisons it under AddressSanitizer (never a device address,
@@ -100,11 +104,11 @@ typedef struct BufferPool {
   PooledBlock blocks[RT_POOL_BLOCKS]; /* oldest first */
   size_t n;
   size_t bytes;  /* held in blocks */
-  size_t limit;  /* 1 GiB, or an eighth of the device's memory when less */
+  size_t limit;  /* an eighth of the device's memory; host memory: 1 GiB at most */
 } BufferPool;
 
 struct Device {
-  const char *name;
+  char name[16];          /* as opened: "CPU", "CUDA", "CUDA:1" */
   const TargetDesc *desc; /* ops->target: what its kernels are shaped for (ScheduleTarget) */
   const DeviceOps *ops;
   Ctx *ctx;              /* kernels and error messages */
@@ -115,9 +119,10 @@ struct Device {
   void *state;           /* the backend's own (its queues, its driver's handles) */
 };
 
-/* The device by name; name NULL: UJ_DEVICE from the environment, else
- * "CPU". NULL when the device is unknown or absent, with the reason in
- * *error. */
+/* The device by name ("CPU", "EVAL", "CUDA", "CUDA:N", "AMD", "AMD:N");
+ * name NULL: UJ_DEVICE from the environment, else "CPU". NULL when the
+ * device is unknown or absent, with the reason in *error ("no CUDA
+ * device: why"; the text lives until the thread's next device_open). */
 Device *device_open(Ctx *ctx, const char *name, const char **error);
 /* Frees its programs and the memory in its pool. */
 void device_close(Device *d);
@@ -164,5 +169,7 @@ void device_pool_drain(Device *d);
 /* The CPU device (backends/cpu/device.c); the evaluator as a device
  * (eval_device.c). */
 extern const DeviceOps cpu_device_ops, eval_device_ops;
+/* NVIDIA GPUs through the CUDA driver (backends/cuda/device.c). */
+extern const DeviceOps cuda_device_ops;
 
 #endif
