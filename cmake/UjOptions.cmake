@@ -1,8 +1,10 @@
 # Build options: warnings (as errors with UJ_WERROR=ON, which CI sets), the
 # sanitizer build (UJ_SANITIZE=ON: AddressSanitizer + UBSan + LeakSanitizer)
-# and the fuzzers (UJ_FUZZ=ON, clang only: docs/fuzz.md).
+# the fuzzers (UJ_FUZZ=ON, clang only: docs/fuzz.md), and a libuopjit that
+# carries LLVM inside (UJ_LLVM_STATIC=ON: docs/gpu.md).
 option(UJ_WERROR "Treat warnings as errors" OFF)
 option(UJ_SANITIZE "Build with AddressSanitizer, UBSan and LeakSanitizer" OFF)
+option(UJ_LLVM_STATIC "Link LLVM statically into a shared libuopjit, to carry to a machine without LLVM (scripts/gpu-build.sh)" OFF)
 option(UJ_FUZZ "Build the libFuzzer targets of test/fuzz and run each as a test (clang)" OFF)
 
 if(UJ_SANITIZE)

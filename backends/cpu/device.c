@@ -10,6 +10,7 @@
 
 #include "cpu/jit.h"
 #include "cpu/pool.h"
+#include "llvm/pipeline.h"
 #include "llvm/target.h"
 #include "runtime/device.h"
 
@@ -69,8 +70,10 @@ static void *cpu_compile(Device *d, const UOp *kernel, const char *name) {
 }
 
 static bool cpu_launch(Device *d, void *program, const LaunchArgs *a) {
-  (void)d;
-  return uj_run(program, a->buffers, a->n, a->vars, a->nvars) == UJ_OK;
+  double t0 = d->timing ? pipeline_now_ms() : 0;
+  bool ok = uj_run(program, a->buffers, a->n, a->vars, a->nvars) == UJ_OK;
+  if (d->timing) d->kernel_ms += pipeline_now_ms() - t0;
+  return ok;
 }
 
 static const KernelSig *cpu_signature(Device *d, void *program) {

@@ -1,8 +1,9 @@
 /* program.c — kernels on a CUDA device: PTX from the one pipeline for the
  * device's own arch, loaded as a module with the driver's error log
  * shown; launches on the device's stream with the grid the optimizer
- * chose (device_launch computes it); under UJ_DEBUG=1 each launch timed
- * by a pair of events, reported at the next synchronize.
+ * chose (device_launch computes it); under UJ_DEBUG=1 (or with the
+ * device's `timing` set) each launch timed by a pair of events, read at
+ * the next synchronize.
  *
  * In: a kernel (a SINK over PARAM slots) and its name. Out: a
  * CudaProgram; launches that take the buffers by slot (device addresses,
@@ -111,12 +112,15 @@ static CudaTiming *timing_start(Device *d, CudaDevice *c, const CudaProgram *p) 
   return t;
 }
 
-/* Reports each timed launch's device time, then forgets them. */
-static void timings_report(CudaDevice *c) {
+/* Reports each timed launch's device time (UJ_DEBUG) and adds it to the
+ * device's kernel_ms (timing), then forgets them. */
+static void timings_report(Device *d, CudaDevice *c) {
+  bool debug = pipeline_debug_level() >= 1;
   for (size_t i = 0; i < c->ntimings; i++) {
     float ms = 0;
-    if (c->api.cuEventElapsedTime(&ms, c->timings[i].start, c->timings[i].end) == CUDA_OK)
-      fprintf(stderr, "UJ_DEBUG: %s: ran in %.3f ms on the device\n", c->timings[i].name, (double)ms);
+    if (c->api.cuEventElapsedTime(&ms, c->timings[i].start, c->timings[i].end) != CUDA_OK) continue;
+    if (debug) fprintf(stderr, "UJ_DEBUG: %s: ran in %.3f ms on the device\n", c->timings[i].name, (double)ms);
+    if (d->timing) d->kernel_ms += (double)ms;
   }
   cuda_timings_free(c);
 }
@@ -161,7 +165,7 @@ bool cuda_launch(Device *d, void *program, const LaunchArgs *a) {
   uint64_t small_args[SMALL], *args = n <= SMALL ? small_args : malloc(n * sizeof *args);
   bool ok = params && args && cuda_enter(d);
   if (!params || !args) ctx_set_error(d->ctx, "%s: out of memory", d->name);
-  CudaTiming *t = ok && pipeline_debug_level() >= 1 ? timing_start(d, c, p) : NULL;
+  CudaTiming *t = ok && (d->timing || pipeline_debug_level() >= 1) ? timing_start(d, c, p) : NULL;
   if (ok) launch_params(p, a, params, args);
   ok = ok && cuda_ok(d, c->api.cuLaunchKernel(p->fn, a->grid[0], a->grid[1], a->grid[2], a->block[0], a->block[1],
                                               a->block[2], 0, c->stream, params, NULL),
@@ -176,7 +180,7 @@ bool cuda_synchronize(Device *d, DeviceQueue *queue) {
   CudaDevice *c = d->state;
   (void)queue; /* one stream */
   bool ok = cuda_enter(d) && cuda_ok(d, c->api.cuStreamSynchronize(c->stream), "a kernel or copy failed");
-  if (ok) timings_report(c);
+  if (ok) timings_report(d, c);
   else cuda_timings_free(c);
   return ok;
 }

@@ -116,6 +116,9 @@ struct Device {
   size_t ncache, cap_cache;
   NodeMap compiled;      /* the kernels asked for (a kernel's program may be NULL: its compile failed) */
   BufferPool pool;       /* freed memory, for reuse (rt_buffer_new) */
+  bool timing;           /* set: kernel_ms grows by each launch's time (CUDA: events, read at the
+                          * synchronize; the CPU: the launch's wall time); benchmarks zero it */
+  double kernel_ms;
   void *state;           /* the backend's own (its queues, its driver's handles) */
 };
 
