@@ -296,8 +296,38 @@ uj_cli_test(lang_npy --rm ${OUT}/t.npy --stderr-empty --file-head ${OUT}/t.npy 9
 uj_cli_test(lang_npy_int --rm ${OUT}/i.npy --stdout "tensor(shape=(2, 2), dtype=int32)\n[[1 2]\n [3 4]]"
   -- ${T} -c "save(tensor([[1, 2], [3, 4]]), '${OUT}/i.npy')\nload('${OUT}/i.npy')")
 uj_cli_test(lang_commands --stderr-empty --stdout-has "1 kernel" --stdout-has "kernel 0 R_" --stdout-has "(SINK "
-  --stdout-has "define void @kernel" --stdout-has " ms (1 kernel)" --stdout-has "0 kernels"
+  --stdout-has "define void @R_" --stdout-has " ms (1 kernel)" --stdout-has "0 kernels"
   --stdout-has ":quit           leave" --stdout-lacks "not printed" -- ${T} ${L}/commands.ujs)
+# ---- a tensor program's kernels as any stage, for any target (uj_tensor_emit) ----
+set(P "x = rand(64, 64, seed=1)\nw = rand(64, 64, seed=2)")
+uj_cli_test(lang_ptx --stderr-empty --stdout-has "4 kernels for sm_80" --stdout-has ".target sm_80"
+  --stdout-has ".visible .entry R_64_64(" --stdout-has ".visible .entry E_64_64(" --stdout-lacks "tensor("
+  -- ${T} -c "${P}\n:ptx sm_80 (x @ w).softmax(axis=1)")
+uj_cli_test(lang_ptx_default --stdout-has "for sm_90" --stdout-has ".target sm_90" -- ${T} -c "${P}\n:ptx x.exp()")
+uj_cli_test(lang_amdgcn --stderr-empty --stdout-has "1 kernel for gfx1100" --stdout-has ".amdhsa_kernel E_64_64"
+  -- ${T} -c "${P}\n:amdgcn gfx1100 x.exp()")
+uj_cli_test(lang_asm --stderr-empty --stdout-has "1 kernel for cpu-" --stdout-has "E_64_64:" -- ${T} -c "${P}\n:asm x.exp()")
+uj_cli_test(lang_ir_gpu --stdout-has "for gfx942" --stdout-has "amdgcn-amd-amdhsa" -- ${T} -c "${P}\n:ir gfx942 x.sum()")
+uj_cli_test(lang_list_gpu --stdout-has "for sm_90" --stdout-has "LOOP" -- ${T} -c "${P}\n:list sm_90 x.sum(axis=1)")
+uj_cli_test(lang_asm_arch ${ONE_ERROR} --stderr-re "^uopjit: <command line>:3:1: :asm takes no arch \\(sm_80\\)$"
+  -- ${T} -c "${P}\n:asm sm_80 x.exp()")
+uj_cli_test(lang_ptx_bad_arch ${ONE_ERROR} --stderr-re "sm_70" -- ${T} -c "${P}\n:ptx sm_70 x.exp()")
+uj_cli_test(emit_tensor_program --stderr-empty --stdout-has "4 kernels for sm_90" --stdout-has ".visible .entry R_64_1("
+  --stdout-lacks "tensor(" -- ${T} --emit=ptx -c "${P}\n(x @ w).softmax(axis=1)")
+uj_cli_test(emit_tensor_stdin --stdin ${L}/commands.ujs --stdout-has "kernel 0 R_" --stdout-has "(SINK "
+  -- ${T} --emit=uops)
+uj_cli_test(emit_tensor_arch --stdout-has "for gfx90a" --stdout-has ".amdhsa_kernel E_64_64"
+  -- ${T} --emit=amdgcn --arch=gfx90a -c "${P}\nx.exp()")
+uj_cli_test(emit_tensor_hsaco ${ONE_ERROR} --stderr-re "^uopjit: --emit=hsaco is one binary a kernel"
+  -- ${T} --emit=hsaco -c "${P}\nx.exp()")
+uj_cli_test(device_option_eval --stdout-has "tensor(shape=(), dtype=float32)" -- ${T} --device=EVAL -c "rand(4, seed=1).sum()")
+uj_cli_test(device_cuda_absent ${ONE_ERROR} --stderr-re "^uopjit: cannot start a session: no CUDA device: "
+  -- env UJ_CUDA_LIBRARY=/nonexistent/libcuda.so.1 ${T} --device=CUDA -c "1")
+uj_cli_test(device_option_unknown ${ONE_ERROR} --stderr-re "^uopjit: cannot start a session: unknown device"
+  -- ${T} --device=TPU -c "1")
+uj_cli_test(device_ir ${ONE_ERROR} --stderr-re "^uopjit: --device is for the tensor language"
+  -- ${T} --device=CPU ${K})
+
 uj_cli_test(lang_kernels --stdout-has "3 kernels" --stdout-has "kernel 2 " --stdout-lacks "tensor(" -- ${T} -c ":kernels rand(4, 8).softmax(0)")
 uj_cli_test(lang_prompt --stdin ${L}/repl.in --stderr-re "^uopjit: <stdin>:1:1: unknown name 'foo'$" --stderr-lines 1
   --stdout-has "uj> ... uj> " --stdout-has "4 6" --stdout-has "2 4" --stdout-has "6 8" --stdout-has "1 kernel"

@@ -30,7 +30,7 @@ typedef struct CudaDevice {
   int cc_major, cc_minor;
   size_t memory;
   char model[128];
-  TargetDesc desc;    /* the sm_90 row with this device's own limits */
+  TargetDesc desc;    /* its arch's row with this device's own limits */
   char desc_name[16]; /* "sm_90" */
   Target target;      /* the LLVM target: this compute capability's arch */
   LLVMTargetMachineRef tm;

@@ -3,7 +3,7 @@
  * In: a device number. Out: the device opened through the driver (api.h):
  * its primary context, one non-blocking stream for every copy and launch,
  * its memory through cuMemAlloc (the device's pool keeps freed blocks),
- * and a TargetDesc of the sm_90 row with the limits the driver reports
+ * and a TargetDesc of its arch's row with the limits the driver reports
  * (SMs, L2, warp, block, grid and shared-memory sizes), named for its
  * compute capability. A missing driver, a stub library, no device or a
  * compute capability under 8.0 fail the open with the reason. */
@@ -32,10 +32,10 @@ static int attribute(CudaDevice *c, int attr, int fallback) {
   return c->api.cuDeviceGetAttribute(&v, attr, c->dev) == CUDA_OK && v > 0 ? v : fallback;
 }
 
-/* The sm_90 row with this device's own sizes. */
+/* Its arch's row (target_desc_for_arch) with this device's own sizes. */
 static void describe_target(CudaDevice *c) {
-  c->desc = *target_desc_find("sm_90");
   snprintf(c->desc_name, sizeof c->desc_name, "sm_%d%d", c->cc_major, c->cc_minor);
+  c->desc = *target_desc_for_arch(c->desc_name);
   c->desc.name = c->desc_name;
   c->desc.cores = (unsigned)attribute(c, CU_ATTR_MULTIPROCESSOR_COUNT, (int)c->desc.cores);
   c->desc.l2_bytes = (size_t)attribute(c, CU_ATTR_L2_CACHE_SIZE, (int)c->desc.l2_bytes);

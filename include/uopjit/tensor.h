@@ -159,6 +159,14 @@ uj_status uj_tensor_to_host(uj_tensor *t, void *dst, size_t bytes);
  * buffers, shapes), "uops" (each kernel's UOps), "ir" (each kernel's LLVM
  * IR). malloc'd; NULL and a message on error. */
 char *uj_tensor_schedule_text(uj_tensor *t, const char *what);
+/* Every kernel realizing t would run, scheduled and shaped for the target
+ * of kind and arch (as uj_emit: arch NULL is the host CPU, sm_90 for PTX,
+ * gfx90a for AMDGCN), so what is printed is what that target runs: a
+ * line "N kernels for TARGET", then per kernel its line as "kernels"
+ * gives it and its stage, the function named as the kernel. UJ_EMIT_HSACO
+ * is refused (one binary a kernel). malloc'd; NULL and a message on
+ * error. */
+char *uj_tensor_emit(uj_tensor *t, uj_emit_kind kind, const char *arch);
 /* Number of kernels realizing t would run (0 when t is already a buffer;
  * (size_t)-1 and a message on error). */
 size_t uj_tensor_kernel_count(uj_tensor *t);

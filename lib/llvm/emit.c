@@ -7,6 +7,7 @@
 #include <llvm-c/Core.h>
 
 #include "llvm/codeobj.h"
+#include "llvm/emit.h"
 #include "llvm/pipeline.h"
 
 static const char *const emit_names[] = {"ir", "ir-opt", "asm", "ptx", "amdgcn", "hsaco", "list"};
@@ -43,14 +44,26 @@ static char *emit_stage(Ctx *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm, uj
   return out;
 }
 
-char *uj_emit(uj_ctx *ctx, const uj_uop *kernel, uj_emit_kind kind, const char *arch, size_t *len) {
+const TargetDesc *emit_target_desc(Ctx *ctx, uj_emit_kind kind, const char *arch) {
   Target t;
   if ((unsigned)kind >= UJ_EMIT_COUNT) return ctx_set_error(ctx, "emit: unknown kind %d", (int)kind), NULL;
+  if (kind == UJ_EMIT_ASM && arch) return ctx_set_error(ctx, "emit: asm is this CPU's assembly: no arch"), NULL;
   if (!emit_target(ctx, kind, arch, &t)) return NULL;
+  return t.kind == TARGET_CPU ? target_desc_cpu(t.vector_bytes) : target_desc_for_arch(t.cpu);
+}
+
+char *uj_emit(uj_ctx *ctx, const uj_uop *kernel, uj_emit_kind kind, const char *arch, size_t *len) {
+  return emit_kernel(ctx, kernel, kind, arch, "kernel", len);
+}
+
+char *emit_kernel(Ctx *ctx, const UOp *kernel, uj_emit_kind kind, const char *arch, const char *name, size_t *len) {
+  Target t;
+  if ((unsigned)kind >= UJ_EMIT_COUNT) return ctx_set_error(ctx, "emit: unknown kind %d", (int)kind), NULL;
+  if (!pipeline_name_ok(ctx, name) || !emit_target(ctx, kind, arch, &t)) return NULL;
   if (kind == UJ_EMIT_LIST) { /* no LLVM: the list the renderer would take */
     Linear l;
     KernelSig sig;
-    PipelineRequest req = {.target = &t, .name = "kernel"};
+    PipelineRequest req = {.target = &t, .name = name};
     bool listed = pipeline_linearize(ctx, kernel, &req, &sig, &l);
     char *out = listed ? linear_print(ctx, &l) : NULL;
     if (listed) linear_free(&l), kernel_sig_free(&sig);
@@ -62,7 +75,7 @@ char *uj_emit(uj_ctx *ctx, const uj_uop *kernel, uj_emit_kind kind, const char *
   LLVMContextRef lc = LLVMContextCreate();
   KernelSig sig;
   char *out = NULL;
-  PipelineRequest req = {.target = &t, .tm = tm, .name = "kernel", .optimize = kind != UJ_EMIT_IR,
+  PipelineRequest req = {.target = &t, .tm = tm, .name = name, .optimize = kind != UJ_EMIT_IR,
                          .ir_before = kind == UJ_EMIT_IR ? &out : NULL};
   LLVMModuleRef mod = pipeline_compile(ctx, kernel, lc, &req, &sig);
   if (mod && kind != UJ_EMIT_IR) out = emit_stage(ctx, mod, tm, kind, len);

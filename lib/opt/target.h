@@ -52,8 +52,13 @@ typedef struct TargetDesc {
 /* The host CPU's row for a vector width (16, 32 or 64 bytes; another
  * width: the row of the widest one below it, at least 16). */
 const TargetDesc *target_desc_cpu(unsigned vector_bytes);
-/* A row by name ("cpu-sse", "cpu-avx2", "cpu-avx512", "sm_90", "gfx942"), or NULL. */
+/* A row by name ("cpu-sse", "cpu-avx2", "cpu-avx512", "sm_80", "sm_89",
+ * "sm_90", "gfx90a", "gfx942", "gfx1100"), or NULL. */
 const TargetDesc *target_desc_find(const char *name);
+/* The row a GPU arch's kernels are shaped for: its own ("sm_80",
+ * "gfx90a"; "sm_90a" takes sm_90's), else sm_90's for another sm_* and
+ * gfx942's for another gfx*; NULL for anything else. */
+const TargetDesc *target_desc_for_arch(const char *arch);
 /* The most bytes a kernel's staged panel (a tile's, tile.c; reorder.c's
  * block) may take: half a CPU thread's stack, or a GPU workgroup's
  * shared memory. */

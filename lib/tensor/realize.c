@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llvm/emit.h"
 #include "tensor/tensor_impl.h"
 #include "uop/alu.h"
 #include "uop/nodemap.h"
@@ -18,14 +19,19 @@ static const UOp *known_view(void *user, const UOp *u, const UOp *rebuilt) {
   return u->id < s->cap_known && s->known[u->id] ? s->known[u->id] : rebuilt;
 }
 
-static Schedule *schedule_of(uj_session *s, uj_tensor *const *ts, size_t n) {
+/* The schedule of ts for target (NULL: the session's device, with its
+ * cache of schedules). */
+static Schedule *schedule_for(uj_session *s, uj_tensor *const *ts, size_t n, const ScheduleTarget *target) {
   const UOp **roots = malloc((n ? n : 1) * sizeof *roots);
   if (!roots) return tensor_fail(s, "realize", "out of memory");
   for (size_t i = 0; i < n; i++) roots[i] = ts[i]->node;
-  Schedule *sch = schedule_make(s->ctx, roots, n, NULL, known_view, s, &s->next_buffer_id, &s->target, s->schedules);
+  Schedule *sch = schedule_make(s->ctx, roots, n, NULL, known_view, s, &s->next_buffer_id, target ? target : &s->target,
+                                target ? NULL : s->schedules);
   free(roots);
   return sch;
 }
+
+static Schedule *schedule_of(uj_session *s, uj_tensor *const *ts, size_t n) { return schedule_for(s, ts, n, NULL); }
 
 uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -177,7 +183,7 @@ static void describe_item(StrBuf *out, const ScheduleItem *it, size_t j) {
 static bool describe_stage(uj_session *s, StrBuf *out, const ScheduleItem *it, const char *what) {
   char *text = NULL;
   if (!strcmp(what, "uops")) text = uj_print(s->ctx, it->kernel);
-  else text = uj_emit(s->ctx, it->kernel, UJ_EMIT_IR_OPT, NULL, NULL);
+  else text = emit_kernel(s->ctx, it->kernel, UJ_EMIT_IR_OPT, NULL, it->name, NULL);
   if (!text) return false;
   strbuf_add(out, "%s%s", text, text[0] && text[strlen(text) - 1] == '\n' ? "" : "\n");
   free(text);
@@ -204,6 +210,36 @@ char *uj_tensor_schedule_text(uj_tensor *t, const char *what) {
   if (!ok || out.failed) {
     free(out.buf);
     return ok ? tensor_fail(s, "schedule_text", "out of memory") : NULL;
+  }
+  return out.buf;
+}
+
+char *uj_tensor_emit(uj_tensor *t, uj_emit_kind kind, const char *arch) {
+  if (!t) return NULL;
+  uj_session *s = t->s;
+  if (kind == UJ_EMIT_HSACO)
+    return tensor_fail(s, "emit", "hsaco is one binary a kernel: emit amdgcn, or an IR kernel's hsaco");
+  const TargetDesc *desc = emit_target_desc(s->ctx, kind, arch);
+  if (!desc) return NULL;
+  ScheduleTarget other = {desc->name, desc->index_bits, {.desc = desc}};
+  int64_t next = s->next_buffer_id; /* a preview, as schedule_text */
+  Schedule *sch = schedule_for(s, &t, 1, desc == s->device->desc ? NULL : &other);
+  s->next_buffer_id = next;
+  if (!sch) return NULL;
+  StrBuf out = {0};
+  strbuf_add(&out, "%zu kernel%s for %s\n", sch->nitems, sch->nitems == 1 ? "" : "s", desc->name);
+  bool ok = true;
+  for (size_t j = 0; ok && j < sch->nitems; j++) {
+    describe_item(&out, &sch->items[j], j);
+    char *text = emit_kernel(s->ctx, sch->items[j].kernel, kind, arch, sch->items[j].name, NULL);
+    if (text) strbuf_add(&out, "%s%s", text, text[0] && text[strlen(text) - 1] == '\n' ? "" : "\n");
+    ok = text != NULL;
+    free(text);
+  }
+  schedule_free(sch);
+  if (!ok || out.failed) {
+    free(out.buf);
+    return ok ? tensor_fail(s, "emit", "out of memory") : NULL;
   }
   return out.buf;
 }

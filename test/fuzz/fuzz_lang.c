@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FILE *out = fopen("/dev/null", "w");
   if (!out) fuzz_fail("cannot open /dev/null");
   Lang L;
-  if (!lang_init(&L, out)) fuzz_fail("no CPU session");
+  if (!lang_init(&L, out, NULL)) fuzz_fail("no CPU session");
   tensor_set_max_elements(L.session, FUZZ_LANG_MAX_ELEMENTS);
   fuzz_reports = 0;
   bool ok = lang_run(&L, text, "<fuzz>");

@@ -70,9 +70,10 @@ char *io_read_input(const Options *o, const char **where) {
   size_t len = 0;
   bool from_stdin = !o->text && (!o->file || !strcmp(o->file, "-"));
   *where = o->text ? "<command line>" : from_stdin ? "<stdin>" : o->file;
-  char *text = o->text ? strdup(o->text) : io_read_file(from_stdin ? "-" : o->file, &len);
+  const char *kept = o->text ? o->text : from_stdin ? o->stdin_text : NULL;
+  char *text = kept ? strdup(kept) : io_read_file(from_stdin ? "-" : o->file, &len);
   if (!text) report("cannot read '%s': %s", *where, io_read_error(why, sizeof why));
-  if (text && !o->text && !io_check_text(text, len, *where)) {
+  if (text && !kept && !io_check_text(text, len, *where)) {
     free(text);
     return NULL;
   }

@@ -98,6 +98,7 @@ struct Node {
   int line, col;     /* of the operator, name or literal */
   TokKind op;        /* N_UNARY, N_BINARY */
   const char *name;  /* N_NAME, N_CALL, N_METHOD, N_ATTR, N_ASSIGN, N_COMMAND; N_STR's text */
+  const char *arch;  /* N_COMMAND: the GPU arch before its expression (:ptx sm_80 EXPR), or NULL */
   int64_t i;         /* N_INT, N_BOOL */
   double f;          /* N_FLOAT */
   Node *a, *b;       /* operands; N_METHOD/N_ATTR object; N_ASSIGN/N_EXPR/N_COMMAND expression */
@@ -169,9 +170,13 @@ typedef struct Lang {
   LangError err;
   bool quit;      /* :quit was run */
   bool lost;      /* writing to out failed (reported): nothing more runs */
+  bool emit;       /* --emit: a tensor value prints its kernels as emit_kind, not its values */
+  int emit_kind;   /* EMIT_UOPS or a uj_emit_kind */
+  const char *arch; /* --arch, for emit */
 } Lang;
 
-bool lang_init(Lang *L, FILE *out);
+/* A session on device (NULL: UJ_DEVICE, else the CPU) writing to out. */
+bool lang_init(Lang *L, FILE *out, const char *device);
 void lang_free(Lang *L);
 /* Lexes, parses and runs text (named where in messages). On an error, it
  * is reported on stderr and false returned (L keeps going). Output is

@@ -286,7 +286,11 @@ static const char lang_help[] =
     "Commands:\n"
     "  :kernels EXPR   the kernels realizing EXPR would run\n"
     "  :uops EXPR      their UOps\n"
-    "  :ir EXPR        their LLVM IR\n"
+    "  :ir [ARCH] EXPR       their LLVM IR after the passes (ARCH: a GPU's, sm_90, gfx942...)\n"
+    "  :ptx [ARCH] EXPR      their PTX, shaped for ARCH (default sm_90)\n"
+    "  :amdgcn [ARCH] EXPR   their AMD GCN assembly, shaped for ARCH (default gfx90a)\n"
+    "  :asm EXPR             their assembly for this CPU\n"
+    "  :list [ARCH] EXPR     the lowered list each backend renders\n"
     "  :time EXPR      realize EXPR and print the time it took\n"
     "  :help           this text\n"
     "  :quit           leave (so does end of input)\n";
@@ -308,6 +312,18 @@ static bool command_schedule(Lang *L, const Node *n, const char *what) {
   if (!command_tensor(L, n, &v)) return false;
   char *text = uj_tensor_schedule_text(v.t->t, what);
   bool ok = text ? (io_write_text(L->out, text), true) : eval_lib_error(L, n, "no schedule"); /* write errors: lang_run */
+  free(text);
+  value_free(&v);
+  return ok;
+}
+
+/* :ir, :ptx, :amdgcn, :asm, :list: every kernel shaped for the target
+ * and printed as that stage (uj_tensor_emit). */
+static bool command_emit(Lang *L, const Node *n, uj_emit_kind kind) {
+  Value v;
+  if (!command_tensor(L, n, &v)) return false;
+  char *text = uj_tensor_emit(v.t->t, kind, n->arch);
+  bool ok = text ? (io_write_text(L->out, text), true) : eval_lib_error(L, n, "no kernels");
   free(text);
   value_free(&v);
   return ok;
@@ -339,12 +355,37 @@ static bool command_run(Lang *L, const Node *n) {
     lang_error(&L->err, n->a->line, n->a->col, ":%s takes no expression", c);
     return false;
   }
-  if (!strcmp(c, "kernels") || !strcmp(c, "uops") || !strcmp(c, "ir")) return command_schedule(L, n, c);
+  static const struct {
+    const char *name;
+    uj_emit_kind kind;
+    bool arch;
+  } stages[] = {{"ir", UJ_EMIT_IR_OPT, true}, {"ptx", UJ_EMIT_PTX, true}, {"amdgcn", UJ_EMIT_AMDGCN, true},
+                {"asm", UJ_EMIT_ASM, false}, {"list", UJ_EMIT_LIST, true}};
+  if (n->arch && !none) {
+    bool takes = false;
+    for (size_t k = 0; k < sizeof stages / sizeof *stages; k++) takes |= !strcmp(c, stages[k].name) && stages[k].arch;
+    if (!takes) {
+      lang_error(&L->err, n->line, n->col, ":%s takes no arch (%s)", c, n->arch);
+      return false;
+    }
+  }
+  for (size_t k = 0; k < sizeof stages / sizeof *stages; k++)
+    if (!strcmp(c, stages[k].name)) return command_emit(L, n, stages[k].kind);
+  if (!strcmp(c, "kernels") || !strcmp(c, "uops")) return command_schedule(L, n, c);
   if (!strcmp(c, "time")) return command_time(L, n);
   if (!strcmp(c, "help")) return fputs(lang_help, L->out), true;
   if (none) return L->quit = true;
   lang_error(&L->err, n->line, n->col, "unknown command ':%s' (try :help)", c);
   return false;
+}
+
+/* --emit's output for a tensor value: its kernels as that stage. */
+static bool print_emit(Lang *L, const Node *at, const Value *v) {
+  char *text = L->emit_kind == EMIT_UOPS ? uj_tensor_schedule_text(v->t->t, "uops")
+                                         : uj_tensor_emit(v->t->t, (uj_emit_kind)L->emit_kind, L->arch);
+  bool ok = text ? (io_write_text(L->out, text), true) : eval_lib_error(L, at, "no kernels");
+  free(text);
+  return ok;
 }
 
 /* ---- statements ---- */
@@ -357,15 +398,26 @@ static bool eval_statement(Lang *L, const Node *s) {
   default: break;
   }
   if (!lang_eval_expr(L, s->a, &v)) return false;
-  bool ok = print_value(L, s->a, &v);
+  bool ok = L->emit && v.kind == V_TENSOR ? print_emit(L, s->a, &v) : print_value(L, s->a, &v);
   value_free(&v);
   return ok;
 }
 
-bool lang_init(Lang *L, FILE *out) {
+bool lang_parses(const char *text) {
+  Arena arena = {0};
+  Tokens toks = {0};
+  Program prog;
+  LangError err = {0};
+  bool ok = lex_text(text, &arena, &toks, &err) && parse_program(&toks, &arena, &prog, &err);
+  lex_free(&toks);
+  arena_free(&arena);
+  return ok;
+}
+
+bool lang_init(Lang *L, FILE *out, const char *device) {
   const char *why = NULL;
   *L = (Lang){.out = out, .out_name = "<stdout>"};
-  if ((L->session = uj_session_new(NULL, &why))) return true; /* UJ_DEVICE, else the CPU */
+  if ((L->session = uj_session_new(device, &why))) return true; /* NULL: UJ_DEVICE, else the CPU */
   report("cannot start a session: %s", why ? why : "unknown reason");
   return false;
 }

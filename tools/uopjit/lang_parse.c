@@ -262,12 +262,22 @@ static bool parse_at_end(const Parser *p) {
   return k == T_NEWLINE || k == T_SEMI || k == T_EOF;
 }
 
+/* An arch word after a command (sm_80, gfx942): a name of that form
+ * with an expression after it (two names in a row are no expression). */
+static bool parse_arch_word(const Parser *p) {
+  const Token *t = p->t;
+  if (t[0].kind != T_NAME || (strncmp(t[0].text, "sm_", 3) != 0 && strncmp(t[0].text, "gfx", 3) != 0)) return false;
+  TokKind k = t[1].kind;
+  return k == T_NAME || k == T_INT || k == T_FLOAT || k == T_LPAREN || k == T_LBRACK;
+}
+
 static Node *parse_command(Parser *p, const Token *at) {
   if (p->t->kind != T_NAME) return parse_fail(p, "a command name after ':'"), NULL;
   Node *n = parse_node(p, N_COMMAND, at);
   if (!n) return NULL;
   n->name = p->t->text;
   p->t++;
+  if (parse_arch_word(p)) n->arch = (p->t++)->text;
   if (!parse_at_end(p) && !(n->a = parse_expr(p))) return NULL;
   return n;
 }

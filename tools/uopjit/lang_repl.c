@@ -44,9 +44,10 @@ int lang_main(const Options *o) {
   char *text = io_read_input(o, &where);
   FILE *out = text ? lang_output(o, &opened) : NULL;
   Lang L;
-  bool ok = out && lang_init(&L, out);
+  bool ok = out && lang_init(&L, out, o->device);
   if (ok) {
     if (o->out) L.out_name = o->out;
+    L.emit = o->emit_given, L.emit_kind = o->emit, L.arch = o->arch;
     ok = lang_run(&L, text, where);
     lost = L.lost;
     lang_free(&L);
@@ -61,7 +62,7 @@ static bool lang_entry_whole(const char *entry) { return !lex_incomplete(entry);
 
 int lang_repl_main(const Options *o) {
   Lang L;
-  if (!lang_init(&L, stdout)) return 1;
+  if (!lang_init(&L, stdout, o->device)) return 1;
   PromptInput in = {0};
   int got = 0;
   printf("uopjit %s: the tensor language; type :help for help, :quit to leave\n", UJ_VERSION);

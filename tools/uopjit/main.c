@@ -36,9 +36,11 @@ static const char usage_text[] =
     "  x = rand(64, 32, seed=1); (x @ x.T).relu().sum(axis=1)\n"
     "from FILE, TEXT or stdin. The input is instead one program in the IR text\n"
     "form, checked, simplified and printed (or a stage of its compilation),\n"
-    "when --uops, --emit, --no-simplify or --arch is given or FILE ends in\n"
-    "'.uop'. `uopjit run` compiles an IR kernel for this CPU, runs it on the\n"
-    "buffers given and prints them.\n"
+    "when --uops or --no-simplify is given or FILE ends in '.uop'; with --emit\n"
+    "or --arch, when it parses as IR (a tensor program then prints its\n"
+    "kernels' stage, shaped for ARCH, instead of its values). `uopjit run`\n"
+    "compiles an IR kernel for this CPU, runs it on the buffers given and\n"
+    "prints them.\n"
     "\n"
     "  -c TEXT          read the program from TEXT\n"
     "  -o FILE          write the output to FILE instead of stdout\n"
@@ -51,6 +53,8 @@ static const char usage_text[] =
     "  --arch=ARCH      the GPU for --emit: sm_80 .. sm_90a (ptx; default sm_90),\n"
     "                   gfx90a, gfx942, gfx1100... (amdgcn, hsaco; default\n"
     "                   gfx90a); with ir, ir-opt or list, for that GPU\n"
+    "  --device=NAME    the tensor language's device: CPU, EVAL, CUDA, CUDA:N,\n"
+    "                   AMD... (default: UJ_DEVICE, else CPU)\n"
     "  --no-simplify    only check the program and print its canonical form\n"
     "  -i               interactive prompt, even when stdin is not a terminal:\n"
     "                   the tensor language's, or the IR's with --uops/--emit\n"
@@ -129,6 +133,7 @@ static const OptionSpec option_specs[] = {
     {"-i", MODE_NOT_RUN, FLAG(interactive, true)},
     {"--emit", MODE_NOT_RUN, CALL(take_emit)},
     {"--arch", MODE_NOT_RUN, STRING(arch)},
+    {"--device", MODE_NOT_RUN, STRING(device)},
     {"--arg", MODE_RUN, LIST(args)},
     {"--var", MODE_RUN, LIST(vars)},
     {"--print", MODE_RUN, LIST(prints)},
@@ -221,7 +226,10 @@ static bool options_check(const Options *o) {
   return false;
 }
 
-static void options_free(Options *o) { free(o->run_opts.args.items); /* the block */ }
+static void options_free(Options *o) {
+  free(o->run_opts.args.items); /* the block */
+  free(o->stdin_text);
+}
 
 /* ---- one program ---- */
 
@@ -238,20 +246,39 @@ static int main_once(const Options *o) {
   return ok ? 0 : 1;
 }
 
-/* Whether the input is the IR text form rather than the tensor language. */
-static bool main_reads_ir(const Options *o) {
+/* Whether the input is the IR text form rather than the tensor language:
+ * --uops, --no-simplify or a FILE.uop say so; with --emit or --arch
+ * alone, the text decides: a program that parses as IR is IR, one that
+ * parses only as the tensor language is a tensor program (each of its
+ * values printed as its kernels' stage); neither: IR, for its error. */
+static bool main_reads_ir(Options *o) {
   size_t n = o->file ? strlen(o->file) : 0;
   bool uop_file = n > 4 && !strcmp(o->file + n - 4, ".uop");
-  return o->uops || o->emit_given || !o->simplify || o->arch || uop_file;
+  if (o->uops || !o->simplify || uop_file) return true;
+  if (!o->emit_given && !o->arch) return false;
+  if (o->interactive || (!o->file && !o->text && isatty(STDIN_FILENO))) return true; /* the IR prompt, as before */
+  const char *where;
+  char *text = io_read_input(o, &where);
+  if (!text) return true; /* read again for the message */
+  uj_ctx *ctx = uj_ctx_new();
+  bool ir = !ctx || uj_parse(ctx, text, where) || !lang_parses(text);
+  uj_ctx_free(ctx);
+  if (!o->text && (!o->file || !strcmp(o->file, "-"))) o->stdin_text = text; /* stdin is read: keep it */
+  else free(text);
+  return ir;
 }
 
-static int main_mode(const Options *o) {
+static int main_mode(Options *o) {
   if (o->help) return fputs(usage_text, stdout) == EOF;
   if (o->version) return printf("uopjit %s\n", UJ_VERSION) < 0;
   if (!options_check(o)) return 1;
   if (o->run) return run_main(o);
   bool prompt = o->interactive || (!o->file && !o->text && isatty(STDIN_FILENO));
-  if (main_reads_ir(o)) return prompt ? repl_main(o) : main_once(o);
+  if (main_reads_ir(o)) {
+    if (o->device) return report("--device is for the tensor language; an IR program is emitted, not run"), 1;
+    return prompt ? repl_main(o) : main_once(o);
+  }
+  if (o->emit == UJ_EMIT_HSACO) return report("--emit=hsaco is one binary a kernel: give an IR kernel, or --emit=amdgcn"), 1;
   return prompt ? lang_repl_main(o) : lang_main(o);
 }
 

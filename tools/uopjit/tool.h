@@ -54,6 +54,8 @@ typedef struct Options {
   bool help, version;
   int emit;         /* --emit: EMIT_UOPS or a uj_emit_kind */
   const char *arch; /* --arch, or NULL */
+  const char *device; /* --device: the tensor language's session (NULL: UJ_DEVICE, else the CPU) */
+  char *stdin_text;   /* stdin, once read to see what it holds (main.c); io_read_input gives it again */
   bool run;         /* `uopjit run` */
   RunOptions run_opts;
 } Options;
@@ -137,6 +139,8 @@ int repl_main(const Options *o);
 /* A program of the tensor language from FILE, -c TEXT or stdin: exit
  * status 0, or 1 after reporting its first error. */
 int lang_main(const Options *o);
+/* Whether text lexes and parses as the tensor language (lang_eval.c). */
+bool lang_parses(const char *text);
 /* The tensor language's prompt on stdin; status 0, or 1 when stdin or
  * stdout failed. */
 int lang_repl_main(const Options *o);
