@@ -6,7 +6,10 @@
 #    needs, and clang 19 with its runtime libraries (clang-19,
 #    libclang-rt-19-dev: libFuzzer and the sanitizers), which
 #    scripts/test.sh's fuzz suite builds with, and z3 (libz3-dev), with
-#    which the symbolic tests prove the simplifier (test/prove.c). Each
+#    which the symbolic tests prove the simplifier (test/prove.c), and,
+#    where apt has it, ROCm's HSA runtime and headers (libhsa-runtime-dev:
+#    test_amd checks the AMD backend's ABI against them and sees the real
+#    runtime refuse to start without a GPU; optional). Each
 #    package is checked first (dpkg -s / command -v); `apt-get update`
 #    runs once, only when something must be installed; sudo is used only
 #    when not root. If apt has no LLVM 19, clang 19 or z3, setup stops with
@@ -23,6 +26,7 @@ cd "$(dirname "$0")/.."
 
 BUILD_PACKAGES=(cmake build-essential)
 LLVM_PACKAGES=(llvm-19-dev lld-19 clang-19 libclang-rt-19-dev libz3-dev)
+OPTIONAL_PACKAGES=(libhsa-runtime-dev)
 JOBS=${UJ_JOBS:-2}
 
 sudo_cmd() {
@@ -71,6 +75,18 @@ install_build_tools() {
   apt_install $(missing_packages "${BUILD_PACKAGES[@]}")
 }
 
+# The optional packages apt has, when missing; nothing stops without them.
+install_optional() {
+  local missing pkg take=()
+  missing=$(missing_packages "${OPTIONAL_PACKAGES[@]}")
+  [ -n "$missing" ] || return 0
+  apt_update_once
+  for pkg in $missing; do
+    if has_candidate "$pkg"; then take+=("$pkg"); else echo "setup: no $pkg here (optional): skipped"; fi
+  done
+  [ "${#take[@]}" -eq 0 ] || apt_install "${take[@]}" || echo "setup: could not install ${take[*]} (optional)"
+}
+
 install_llvm() {
   local missing
   missing=$(missing_packages "${LLVM_PACKAGES[@]}")
@@ -96,6 +112,7 @@ install_deps() {
   fi
   install_build_tools
   install_llvm
+  install_optional
 }
 
 build_release() {

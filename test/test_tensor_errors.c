@@ -324,9 +324,11 @@ static void test_sessions(void) {
   CHECK(uj_session_new("NOPE", &why) == NULL && why && strstr(why, "unknown device"), "NOPE: %s",
         why ? why : "(no reason)");
   why = NULL;
-  CHECK(uj_session_new("AMD", &why) == NULL && why && strstr(why, "not supported"), "AMD: %s",
-        why ? why : "(no reason)");
-  why = NULL; /* a missing driver is a reason, not a crash (test_cuda: the rest) */
+  setenv("UJ_HSA_LIBRARY", "/nonexistent/libhsa-runtime64.so.1", 1);
+  CHECK(uj_session_new("AMD", &why) == NULL && why && strncmp(why, "no AMD GPU: cannot open the HSA runtime", 39) == 0,
+        "AMD: %s", why ? why : "(no reason)");
+  unsetenv("UJ_HSA_LIBRARY");
+  why = NULL; /* a missing driver is a reason, not a crash (test_cuda, test_amd: the rest) */
   setenv("UJ_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
   CHECK(uj_session_new("CUDA", &why) == NULL && why && strncmp(why, "no CUDA device: ", 16) == 0, "CUDA: %s",
         why ? why : "(no reason)");

@@ -23,7 +23,7 @@ static const Backend backends[] = {
   {"CPU", &cpu_device_ops, NULL, false},
   {"EVAL", &eval_device_ops, NULL, false},
   {"CUDA", &cuda_device_ops, "no CUDA device", true},
-  {"AMD", NULL, "no AMD GPU", true},
+  {"AMD", &amd_device_ops, "no AMD GPU", true},
 };
 
 /* The reason of this thread's last failed open: device_open has no

@@ -172,7 +172,8 @@ void device_pool_drain(Device *d);
 /* The CPU device (backends/cpu/device.c); the evaluator as a device
  * (eval_device.c). */
 extern const DeviceOps cpu_device_ops, eval_device_ops;
-/* NVIDIA GPUs through the CUDA driver (backends/cuda/device.c). */
-extern const DeviceOps cuda_device_ops;
+/* NVIDIA GPUs through the CUDA driver (backends/cuda/device.c); AMD GPUs
+ * through the HSA runtime (backends/amd/device.c). */
+extern const DeviceOps cuda_device_ops, amd_device_ops;
 
 #endif
