@@ -119,6 +119,29 @@ static void test_sessions(void) {
   CHECK(sum_cpu[1] != 0 && max_cpu[2] > 0, "the data are not trivial");
 }
 
+/* relu(a @ b + bias) on dev, 128 x 48 by 48 x 192: a GEMM the GPU list
+ * tiles in shared memory (gemm.c), in k order as the CPU's. */
+static void run_gemm(const char *dev, float *out) {
+  const char *error = NULL;
+  uj_session *s = uj_session_new(dev, &error);
+  CHECK(s != NULL, "%s: %s", dev, error ? error : "");
+  if (!s) return;
+  uj_tensor *a = uj_tensor_randn(s, (int64_t[]){128, 48}, 2, 1), *b = uj_tensor_randn(s, (int64_t[]){48, 192}, 2, 2);
+  uj_tensor *bias = uj_tensor_randn(s, (int64_t[]){192}, 1, 3);
+  uj_tensor *y = uj_tensor_unary(UJ_UN_RELU, uj_tensor_binary(UJ_BIN_ADD, uj_tensor_matmul(a, b), bias));
+  CHECK(y && uj_tensor_to_host(y, out, 128 * 192 * sizeof *out) == UJ_OK, "%s: gemm: %s", dev, uj_session_error(s));
+  uj_session_free(s);
+}
+
+static void test_gemm_session(void) {
+  static float cpu[128 * 192], eval[128 * 192];
+  run_gemm("CPU", cpu);
+  run_gemm("EVAL", eval);
+  size_t positive = 0;
+  for (size_t i = 0; i < 128 * 192; i++) positive += cpu[i] > 0;
+  CHECK(!memcmp(cpu, eval, sizeof cpu) && positive > 1000, "EVAL's tiled GEMM gives the CPU's words (%zu positive)", positive);
+}
+
 /* ---- grids and launch sizes ---- */
 
 static void test_launch_dims(Ctx *ctx) {
@@ -186,5 +209,6 @@ int main(void) {
   test_device_memory_not_poisoned(ctx);
   uj_ctx_free(ctx);
   test_sessions();
+  test_gemm_session();
   return check_report("test_device");
 }

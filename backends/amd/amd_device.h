@@ -22,7 +22,7 @@ typedef struct AmdDevice {
   HsaQueue *queue;
   HsaSignal done;   /* one more than 0 for each dispatch in flight */
   bool have_done;
-  char arch[32];    /* the agent's name: "gfx942" */
+  char arch[64];    /* the agent's name: "gfx942" (HSA_AGENT_INFO_NAME is 64 bytes) */
   unsigned wavefront, max_workgroup, compute_units;
   size_t memory;
   TargetDesc desc;

@@ -4,6 +4,7 @@
 
 #include "opt/graph.h"
 #include "rewrite/rewrite.h"
+#include "symbolic/symbolic.h"
 #include "uop/nodemap.h"
 
 enum { GRAPH_MAX_VECTOR = 64 };
@@ -247,4 +248,11 @@ int opt_loop_free_parts(Ctx *ctx, const UOp *value, const UOp *j, const UOp **ou
   topo_free(&t), free(dep), free(holds), free(part);
   if (m == -2) ctx_set_error(ctx, "opt: out of memory");
   return m;
+}
+
+int64_t opt_stride_along(Ctx *ctx, const UOp *x, const UOp *r) {
+  const UOp *next = uop_binary(ctx, UJ_OP_ADD, r, uop_const_int(ctx, r->dtype, 1));
+  const UOp *moved = next ? opt_substitute(ctx, x, &r, &next, 1) : NULL;
+  const UOp *diff = moved ? symbolic_simplify(ctx, uop_binary(ctx, UJ_OP_SUB, moved, x)) : NULL;
+  return diff && diff->op == UJ_OP_CONST ? (int64_t)uop_const_value(diff) : 0;
 }

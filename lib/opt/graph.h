@@ -38,6 +38,9 @@ size_t opt_shared_reduce_ranges(Ctx *ctx, const UOp *x, const UOp **k, size_t ma
 int opt_loop_free_parts(Ctx *ctx, const UOp *value, const UOp *j, const UOp **out, int max);
 /* The bound of RANGE r when it is a constant, else 0. */
 int64_t opt_const_bound(const UOp *r);
+/* How far index x advances when range r does: a constant, or 0 when it
+ * is not one (stream.c's rows, workgroup.c's coalescing, gemm.c). */
+int64_t opt_stride_along(Ctx *ctx, const UOp *x, const UOp *r);
 
 /* The END of the innermost loop of a one-nest kernel (batch loops may
  * enclose it), whose one effect is a plain STORE; NULL if the kernel is

@@ -9,8 +9,9 @@
 /* The pass list comes from the target's properties, never its name: a
  * GPU gets no pass that keeps per-thread state sized for a CPU core (the
  * lanes' and stream's accumulators, hoist's row scalars, reorder's and
- * tile's stack panels), and its own: a reduction per output as a
- * workgroup with a shared-memory tree (workgroup.c). */
+ * tile's stack panels), and its own: a GEMM in shared-memory tiles
+ * (gemm.c), a reduction per output as a workgroup with a shared-memory
+ * tree (workgroup.c). */
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *c) {
   bool cpu = t->desc->kind == TARGET_DESC_CPU;
   const UOp *k = kernel ? opt_shadow(ctx, kernel) : NULL;
@@ -18,6 +19,7 @@ const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptC
   k = k && cpu ? opt_hoist(ctx, k) : k;
   k = k && cpu ? opt_stream(ctx, k, t->desc, c) : k;
   k = k && cpu ? opt_reorder(ctx, k, t->desc, c) : k;
+  k = k && !cpu ? opt_gemm(ctx, k, t->desc, c->gemm) : k;
   k = k && !cpu ? opt_workgroup(ctx, k, t->desc) : k;
   k = k ? opt_upcast(ctx, k, t->desc, c) : NULL;
   k = k && cpu ? opt_tile(ctx, k, t->desc, c) : k;
@@ -47,6 +49,7 @@ OptConfig opt_config_random(uint64_t seed) {
   c.reorder = (OptSwitch)(splitmix(&s) % 3);
   c.stream = (OptSwitch)(splitmix(&s) % 3);
   c.unroll = unrolls[splitmix(&s) % (sizeof unrolls / sizeof *unrolls)];
+  c.gemm = (OptSwitch)(splitmix(&s) % 3);
   return c;
 }
 

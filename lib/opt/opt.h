@@ -9,6 +9,8 @@
  *               memory: each row read as one stream
  *   reorder.c   an output loop that blocks into two vector registers
  *               moved innermost (a convolution's output channels)
+ *   gemm.c      GPUs: a GEMM in shared-memory tiles, each thread a 4 x 4
+ *               register block (bit for bit the serial kernel's)
  *   workgroup.c GPUs: a reduction per output, too few outputs for a
  *               thread each, as a workgroup with a tree in local memory
  *   upcast.c    the innermost output loop of a reducing kernel is split
@@ -60,6 +62,7 @@ typedef struct OptConfig {
   OptSwitch reorder;  /* an output loop two registers divide moved innermost (reorder.c) */
   OptSwitch stream;   /* a reduction down columns run a row at a time (stream.c) */
   unsigned unroll;    /* steps of a reduction's innermost loop unrolled, 2 .. 16 (unroll.c); 0, 1: none */
+  OptSwitch gemm;     /* GPUs: a GEMM in shared-memory tiles with register blocks (gemm.c) */
 } OptConfig;
 
 /* A search for the config of each kernel (lib/runtime/beam.c, UJ_BEAM:
@@ -96,6 +99,7 @@ const UOp *opt_unroll(Ctx *ctx, const UOp *kernel, const OptConfig *config);
  * local memory, when its outputs are too few for a thread each
  * (workgroup.c, docs/opt.md "GPU kernels"); other kernels unchanged. */
 const UOp *opt_workgroup(Ctx *ctx, const UOp *kernel, const TargetDesc *t);
+const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch use);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
  * than this stays in one thread (a launch on the pool costs microseconds). */

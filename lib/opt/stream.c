@@ -30,7 +30,6 @@
 
 #include "opt/graph.h"
 #include "opt/opt.h"
-#include "symbolic/symbolic.h"
 #include "uop/alu.h"
 
 /* The columns at least (the register-blocked kernel reads 512 bytes of a
@@ -52,14 +51,6 @@ typedef struct Stream {
   size_t nmatrix;
 } Stream;
 
-/* How far idx advances when r does: a constant, or 0 when it is not. */
-static int64_t stride_along(Ctx *ctx, const UOp *idx, const UOp *r) {
-  const UOp *next = uop_binary(ctx, UJ_OP_ADD, r, uop_const_int(ctx, r->dtype, 1));
-  const UOp *moved = next ? opt_substitute(ctx, idx, &r, &next, 1) : NULL;
-  const UOp *diff = moved ? symbolic_simplify(ctx, uop_binary(ctx, UJ_OP_SUB, moved, idx)) : NULL;
-  return diff && diff->op == UJ_OP_CONST ? (int64_t)uop_const_value(diff) : 0;
-}
-
 /* The loads of the REDUCE's value: none gated, each contiguous along j
  * if it depends on j; those that depend on j and k (the matrix) in
  * s->matrix, s->row_bytes the widest stride along k among them. false
@@ -73,8 +64,8 @@ static bool loads_stream(Stream *s) {
     if (!idx) continue;
     ok = idx->op == UJ_OP_INDEX && idx->nsrc == 2;
     if (!ok || !opt_contains(s->ctx, idx->src[1], s->j)) continue;
-    ok = stride_along(s->ctx, idx->src[1], s->j) == 1;
-    int64_t sk = ok && opt_contains(s->ctx, idx->src[1], s->k) ? stride_along(s->ctx, idx->src[1], s->k) : 0;
+    ok = opt_stride_along(s->ctx, idx->src[1], s->j) == 1;
+    int64_t sk = ok && opt_contains(s->ctx, idx->src[1], s->k) ? opt_stride_along(s->ctx, idx->src[1], s->k) : 0;
     if (!sk) continue;
     ok = s->nmatrix < STREAM_MAX_MATRIX;
     if (ok) s->matrix[s->nmatrix++] = idx->src[1];
