@@ -321,6 +321,41 @@ static void check_gemm(Ctx *ctx) {
   CHECK(up && largest_alloc(ctx, up, "reg") < 0, "100 rows: not tiled");
 }
 
+/* A GEMV (x[k] w[k, j] over k, too few outputs for a GPU) shaped for
+ * a GPU is a thread an output: a workgroup's threads stepping along k
+ * would each read their own row of w (reads_across), and blocks of
+ * outputs a thread would leave one block of threads (upcast). A column
+ * sum alike; a row sum stays a workgroup a row. */
+static void check_across(Ctx *ctx) {
+  static const char *gemv =
+      "%j = (RANGE loop 0 (CONST:int32 4096))\n%k = (RANGE reduce 1 (CONST:int32 4096))\n"
+      "(SINK (END %j (STORE (INDEX (PARAM:float32* 0) %j) (REDUCE MULACC (MUL (LOAD (INDEX (PARAM:float32* 1) %k))"
+      " (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int32 4096)) %j)))) %k))))";
+  static const char *rows =
+      "%j = (RANGE loop 0 (CONST:int32 512))\n%k = (RANGE reduce 1 (CONST:int32 4096))\n"
+      "(SINK (END %j (STORE (INDEX (PARAM:float32* 0) %j) (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1)"
+      " (ADD (MUL %j (CONST:int32 4096)) %k))) %k))))";
+  static const char *cols =
+      "%j = (RANGE loop 0 (CONST:int32 512))\n%k = (RANGE reduce 1 (CONST:int32 4096))\n"
+      "(SINK (END %j (STORE (INDEX (PARAM:float32* 0) %j) (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1)"
+      " (ADD (MUL %k (CONST:int32 512)) %j))) %k))))";
+  const char *texts[] = {gemv, cols, rows};
+  const char *names[] = {"gemv", "column sums", "row sums"};
+  for (int i = 0; i < 3; i++) {
+    const UOp *k = uj_parse(ctx, texts[i], names[i]);
+    const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
+    size_t barriers = up ? count_op(ctx, up, UJ_OP_BARRIER, NULL) : 0, locals = up ? count_op(ctx, up, UJ_OP_RANGE, "local") : 0;
+    bool group = barriers > 0 && locals == 1;
+    CHECK(up && group == (i == 2), "%s for sm_90: %s a workgroup (%zu barriers, %zu local ranges): %s", names[i],
+          i == 2 ? "must be" : "must not be", barriers, locals, up ? "" : uj_error(ctx));
+    const UOp **nodes = NULL;
+    size_t n = up ? uop_toposort(ctx, up, &nodes) : 0, wide = 0;
+    for (size_t u = 0; u < n; u++) wide += nodes[u]->op == UJ_OP_REDUCE && nodes[u]->dtype.lanes > 1;
+    free(nodes);
+    CHECK(wide == 0, "%s for sm_90: one output a thread (no vector REDUCE)", names[i]);
+  }
+}
+
 int main(void) {
   Ctx *ctx = uj_ctx_new();
   check_rows();
@@ -335,6 +370,7 @@ int main(void) {
   check_workgroups(ctx);
   check_row_groups(ctx);
   check_gemm(ctx);
+  check_across(ctx);
   uj_ctx_free(ctx);
   return check_report("test_target");
 }

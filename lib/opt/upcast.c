@@ -28,6 +28,10 @@
  * thread, 6.9 -> 5.4 ms with 4, 5.1 with 8 (medians). Up to 4 registers, all the
  * columns, when the value reads a REDUCE free of the columns (online
  * softmax's max and sums, docs/opt.md): each block would compute it again. */
+/* A GPU's kernel is upcast only when U >= this many outputs a thread
+ * leave cores x max_threads threads (a GEMV's 4096 outputs: one thread
+ * each, 16 blocks, not 128 threads of 32 columns in one block). */
+enum { UPCAST_GPU_MIN_LANES = 4 };
 enum { UPCAST_VECTORS = 2, UPCAST_WHOLE_VECTORS = 4, UPCAST_WIDE_VECTORS = 8, UPCAST_MIN_COLUMNS = 4, UPCAST_MAX_COLUMNS = 128, UPCAST_MAX_ROWS = 8, UPCAST_MAX_LANES = UPCAST_MAX_COLUMNS * UPCAST_MAX_ROWS, UPCAST_ACC_REGISTERS = 16,
        UPCAST_MAX_REDUCES = 32, UPCAST_MAX_SOURCES = 64 };
 
@@ -264,8 +268,25 @@ static const UOp *vector_tail(Ctx *ctx, const UOp *kernel, const UOp *store, con
   return uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), effects, 1 + rows * rest, arg_none());
 }
 
+/* The iterations of the kernel's nest of single-effect loops, down to
+ * its innermost END (their bounds' maxima; INT64_MAX when unbounded). */
+static int64_t nest_iterations(const UOp *kernel) {
+  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
+  int64_t n = 1;
+  for (; e && e->op == UJ_OP_END && e->nsrc == 2; e = e->src[1]) {
+    const UOp *b = e->src[0]->src[0];
+    int64_t hi = b->bounded && b->vmax > 0 ? b->vmax : 1;
+    if (!b->bounded || __builtin_mul_overflow(n, hi, &n)) return INT64_MAX;
+  }
+  return n;
+}
+
 const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config) {
   unsigned vector_bytes = t->vector_bytes;
+  /* a GPU's threads are its outputs: blocks of U outputs a thread only while a GPU's worth of threads is left */
+  if (t->kind == TARGET_DESC_GPU && config->columns <= 1 &&
+      nest_iterations(kernel) < (int64_t)t->cores * t->max_threads * UPCAST_GPU_MIN_LANES)
+    return kernel;
   const UOp *end = config->columns == 1 ? NULL : opt_innermost_end(kernel);
   const UOp *store = end ? end->src[1] : NULL;
   DType d = store ? store->src[1]->dtype : dt_scalar(UJ_VOID);

@@ -8,7 +8,9 @@
  * RANGE of constant bound, none of them over the row's output loop (they
  * may read each other: a softmax's sum reads its max). Out, when there are
  * too few rows to give each its own thread (fewer than cores x
- * max_threads) and the longest bound is at least a warp: each row is a
+ * max_threads), the longest bound is at least a warp, and the threads of
+ * a row would read adjacent elements (not a GEMV's column: reads_across)
+ * each row is a
  * workgroup of T threads (a power of 2, at most 256 and the longest
  * bound). Per REDUCE, sources first: thread l reduces the elements l,
  * l + T, l + 2T, ... (adjacent threads, adjacent elements), stores its
@@ -91,6 +93,28 @@ static bool find_rows(Ctx *ctx, const UOp *kernel, Rows *w) {
   bool same = !w->outputs || w->outputs->src[0]->dtype.scalar == i.scalar;
   for (size_t r = 1; same && r < w->nreduces; r++) same = w->reduces[r]->src[1]->dtype.scalar == i.scalar;
   return same;
+}
+
+/* Whether threads stepping along a REDUCE's range would read memory
+ * apart while the rows' innermost loop reads it contiguously: a GEMV, a
+ * column sum (x[k * N + j] reduced over k). A thread a row is coalesced
+ * there (adjacent threads, adjacent elements), a workgroup a row is not:
+ * each of its threads would read its own cache line. */
+static bool reads_across(Ctx *ctx, const Rows *w) {
+  const UOp *j = w->nends ? w->ends[w->nends - 1]->src[0] : NULL;
+  for (size_t r = 0; j && r < w->nreduces; r++) {
+    const UOp *k = w->reduces[r]->src[1], **nodes = NULL;
+    size_t n = uop_toposort(ctx, w->reduces[r]->src[0], &nodes);
+    bool across = false;
+    for (size_t i = 0; i < n && !across; i++) {
+      const UOp *u = nodes[i];
+      if (u->op != UJ_OP_INDEX || !dt_is_ptr(u->src[0]->dtype) || !opt_contains(ctx, u->src[1], k)) continue;
+      across = opt_stride_along(ctx, u->src[1], k) != 1 && opt_stride_along(ctx, u->src[1], j) == 1;
+    }
+    free(nodes);
+    if (across) return true;
+  }
+  return false;
 }
 
 /* Outputs of the nest: its loops' iterations (their bounds' maxima). */
@@ -265,6 +289,7 @@ const UOp *opt_workgroup(Ctx *ctx, const UOp *kernel, const TargetDesc *t) {
   while (threads * 2 <= b && threads * 2 <= MAX_GROUP_THREADS && threads * 2 <= (int64_t)t->max_threads) threads *= 2;
   if (threads < (int64_t)t->warp || outputs_of(w.ends, w.nends) >= (int64_t)t->cores * t->max_threads) return kernel;
   if (w.outputs && opt_const_bound(w.outputs->src[0]) > MAX_ROW_OUTPUTS) return kernel; /* the REDUCEs' own kernels do better */
+  if (!w.outputs && reads_across(ctx, &w)) return kernel; /* a thread a row reads coalesced */
   const UOp *inner = group_end(ctx, kernel, &w, threads);
   for (size_t e = w.nends; inner && e-- > 0;) { /* the loops around: block ids */
     const UOp *r = w.ends[e]->src[0];
