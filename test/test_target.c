@@ -273,12 +273,28 @@ static void check_row_groups(Ctx *ctx) {
   CHECK(up && count_op(ctx, up, UJ_OP_RANGE, "local") == 0, "rows of 20000 outputs: no workgroup (the REDUCEs' own kernels)");
 }
 
-/* A GEMM whose bounds the 64 x 64 x 16 tiles divide, shaped for a GPU,
- * runs in shared-memory tiles (gemm.c): two local ALLOCs of a tile each,
- * 4 x 4 accumulators a thread, two BARRIERs a k tile; the evaluator runs
- * it race-free and gets the serial kernel's words (sums that round, in k
- * order), with an epilogue (bias, relu) too. Forced off, or with a bound
- * the tiles do not divide, the kernel is not tiled. */
+/* A batched GEMM's text: batches of (m x k) (k x n), int32 indices. */
+static const char *bmm_text(int batch, int m, int k, int n) {
+  static char buf[1024];
+  snprintf(buf, sizeof buf,
+           "%%z = (RANGE loop 0 (CONST:int32 %d))\n%%i = (RANGE loop 1 (CONST:int32 %d))\n%%j = (RANGE loop 2 (CONST:int32 %d))\n"
+           "%%k = (RANGE reduce 3 (CONST:int32 %d))\n"
+           "%%a = (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %%z (CONST:int32 %d)) (ADD (MUL %%i (CONST:int32 %d)) %%k))))\n"
+           "%%b = (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %%z (CONST:int32 %d)) (ADD (MUL %%k (CONST:int32 %d)) %%j))))\n"
+           "(SINK (END %%z (END %%i (END %%j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %%z (CONST:int32 %d)) (ADD (MUL %%i "
+           "(CONST:int32 %d)) %%j))) (REDUCE MULACC (MUL %%a %%b) %%k))))))",
+           batch, m, n, k, m * k, k, k * n, n, m * n, n);
+  return buf;
+}
+
+/* GEMMs shaped for a GPU run in shared-memory tiles (gemm.c): two local
+ * ALLOCs of a tile each, 4 x 4 accumulators a thread, a BARRIER before
+ * and after each k tile's steps; the evaluator runs them race-free and
+ * gets the serial kernel's words (sums that round, in k order): tiles
+ * dividing the bounds; bounds they do not divide (rows, columns and k
+ * past the end: gated); an epilogue (bias, relu); batches (the grid's
+ * third dimension). Forced off, or too small for a tile of outputs, a
+ * kernel is not tiled. */
 static void check_gemm(Ctx *ctx) {
   static const char *epilogue =
       "%i = (RANGE loop 0 (CONST:int32 128))\n%j = (RANGE loop 1 (CONST:int32 192))\n%k = (RANGE reduce 2 (CONST:int32 48))\n"
@@ -286,25 +302,29 @@ static void check_gemm(Ctx *ctx) {
       "%b = (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int32 192)) %j)))\n"
       "(SINK (END %i (END %j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %i (CONST:int32 192)) %j))"
       " (MAX (ADD (REDUCE ADD (MUL %b %a) %k) (LOAD (INDEX (PARAM:float32* 3) %j))) (CONST:float32 0.0))))))";
-  const char *texts[] = {matmul_text(128, 48, 192), epilogue};
+  char texts[4][1024];
+  snprintf(texts[0], sizeof texts[0], "%s", matmul_text(128, 48, 192));
+  snprintf(texts[1], sizeof texts[1], "%s", epilogue);
+  snprintf(texts[2], sizeof texts[2], "%s", matmul_text(100, 50, 70));
+  snprintf(texts[3], sizeof texts[3], "%s", bmm_text(3, 70, 37, 65));
+  static const size_t sizes[4][4] = {{128 * 192, 128 * 48, 48 * 192, 192}, {128 * 192, 128 * 48, 48 * 192, 192},
+                                     {100 * 70, 100 * 50, 50 * 70, 0}, {3 * 70 * 65, 3 * 70 * 37, 3 * 37 * 65, 0}};
   const char *names[] = {"sm_90", "gfx942"};
   DType f = dt_scalar(UJ_FLOAT32);
-  for (int v = 0; v < 2; v++) {
+  for (int v = 0; v < 4; v++) {
     const UOp *k = uj_parse(ctx, texts[v], "gemm");
     CHECK(k != NULL, "gemm %d parses: %s", v, uj_error(ctx));
     for (int g = 0; k && g < 2; g++) {
-      const TargetDesc *t = target_desc_find(names[g]);
-      const UOp *up = opt_kernel(ctx, k, &(OptTarget){.desc = t});
+      const UOp *up = opt_kernel(ctx, k, &(OptTarget){.desc = target_desc_find(names[g])});
       char what[64];
       snprintf(what, sizeof what, "gemm %d for %s", v, names[g]);
       CHECK(up && largest_alloc(ctx, up, "local") == 64 * 16 * 4 && largest_alloc(ctx, up, "reg") == 64 &&
                 count_op(ctx, up, UJ_OP_BARRIER, NULL) == 1 && count_op(ctx, up, UJ_OP_RANGE, "local") == 2,
             "%s: tiled (%lld bytes local, %lld reg)", what, (long long)largest_alloc(ctx, up, "local"),
             (long long)largest_alloc(ctx, up, "reg"));
-      JitBuffers b = {4, {f, f, f, f}, {128 * 192, 128 * 48, 48 * 192, 192},
-                      {fill(f, 128 * 192, 0), fill_rounding(f, 128 * 48, 1), fill_rounding(f, 48 * 192, 2), fill_rounding(f, 192, 3)}};
-      b.n = v ? 4 : 3;
-      if (!v) free(b.init[3]);
+      JitBuffers b = {sizes[v][3] ? 4 : 3, {f, f, f, f}, {sizes[v][0], sizes[v][1], sizes[v][2], sizes[v][3]},
+                      {fill(f, sizes[v][0], 0), fill_rounding(f, sizes[v][1], 1), fill_rounding(f, sizes[v][2], 2),
+                       sizes[v][3] ? fill_rounding(f, sizes[v][3], 3) : NULL}};
       if (up) check_eval_of(ctx, k, up, &b, false, what);
       else for (int s = 0; s < b.n; s++) free(b.init[s]);
       size_t len = 0;
@@ -316,9 +336,9 @@ static void check_gemm(Ctx *ctx) {
     const UOp *off = k ? opt_apply(ctx, k, &(OptTarget){.desc = target_desc_find("sm_90")}, &(OptConfig){.gemm = OPT_OFF}) : NULL;
     CHECK(off && largest_alloc(ctx, off, "reg") < 0, "gemm %d forced off: not tiled", v);
   }
-  const UOp *odd = uj_parse(ctx, matmul_text(100, 48, 192), "gemm 100");
-  const UOp *up = odd ? opt_kernel(ctx, odd, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
-  CHECK(up && largest_alloc(ctx, up, "reg") < 0, "100 rows: not tiled");
+  const UOp *small = uj_parse(ctx, matmul_text(16, 48, 40), "gemm 16 x 40");
+  const UOp *up = small ? opt_kernel(ctx, small, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
+  CHECK(up && largest_alloc(ctx, up, "reg") < 0, "16 x 40 outputs: less than a tile, not tiled");
 }
 
 /* A GEMV (x[k] w[k, j] over k, too few outputs for a GPU) shaped for
