@@ -133,7 +133,25 @@ static void run_gemm(const char *dev, float *out) {
   uj_session_free(s);
 }
 
+/* A convolution, 2 x 4 x 16 x 16 by 32 x 4 x 3 x 3, padding 1: on a GPU
+ * target an implicit GEMM (gemm.c: the output channels are its rows, the
+ * images and pixels its columns, the channels and the window its k). */
+static void run_conv(const char *dev, float *out) {
+  const char *error = NULL;
+  uj_session *s = uj_session_new(dev, &error);
+  CHECK(s != NULL, "%s: %s", dev, error ? error : "");
+  if (!s) return;
+  uj_tensor *x = uj_tensor_randn(s, (int64_t[]){2, 4, 16, 16}, 4, 4), *w = uj_tensor_randn(s, (int64_t[]){32, 4, 3, 3}, 4, 5);
+  uj_tensor *y = uj_tensor_conv2d(x, w, NULL, NULL, (int64_t[]){1, 1}, NULL, 1);
+  CHECK(y && uj_tensor_to_host(y, out, 2 * 32 * 16 * 16 * sizeof *out) == UJ_OK, "%s: conv: %s", dev, uj_session_error(s));
+  uj_session_free(s);
+}
+
 static void test_gemm_session(void) {
+  static float conv_cpu[2 * 32 * 16 * 16], conv_eval[2 * 32 * 16 * 16];
+  run_conv("CPU", conv_cpu);
+  run_conv("EVAL", conv_eval);
+  CHECK(!memcmp(conv_cpu, conv_eval, sizeof conv_cpu) && conv_cpu[5] != 0, "EVAL's implicit-GEMM convolution gives the CPU's words");
   static float cpu[128 * 192], eval[128 * 192];
   run_gemm("CPU", cpu);
   run_gemm("EVAL", eval);

@@ -287,6 +287,13 @@ static void test_split_sums(uj_session *s) {
   CHECK(kernels_for(s, all, avx2, NULL) == 1, "1024 * 65 on the CPU: not a multiple of 1024 * 16, whole");
   CHECK(kernels_for(s, all, gpu, NULL) == 2, "1024 * 65 on sm_90: chunks of 65");
   CHECK(kernels_for(s, cols, avx2, NULL) == 1, "a sum over a leading axis: whole");
+  CHECK(kernels_for(s, cols, gpu, NULL) == 1, "2 rows summed on sm_90: too short to cut");
+  uj_tensor *v = uj_tensor_rand(s, (int64_t[]){1, 4096}, 2, 11), *w = uj_tensor_rand(s, (int64_t[]){4096, 4096}, 2, 12);
+  uj_tensor *gemv = uj_tensor_matmul(v, w), *tall = uj_tensor_rand(s, (int64_t[]){4096, 64}, 2, 13);
+  uj_tensor *tall_cols = uj_tensor_reduce(UJ_RED_SUM, tall, (int[]){0}, 1, false);
+  CHECK(kernels_for(s, gemv, gpu, NULL) == 2, "a GEMV on sm_90: k in chunks, then the partials");
+  CHECK(kernels_for(s, gemv, avx2, NULL) == 1, "a GEMV on the CPU: whole");
+  CHECK(kernels_for(s, tall_cols, gpu, NULL) == 2, "column sums of 4096 x 64 on sm_90: rows in chunks");
   CHECK(kernels_for(s, ints, avx2, NULL) == 1, "an int32 sum of 2^16: whole");
   bool fused = false;
   CHECK(kernels_for(s, dot, avx2, &fused) == 2 && fused, "sum(x * x) of 2^16: two stages, still a MULACC");

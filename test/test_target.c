@@ -341,6 +341,54 @@ static void check_gemm(Ctx *ctx) {
   CHECK(up && largest_alloc(ctx, up, "reg") < 0, "16 x 40 outputs: less than a tile, not tiled");
 }
 
+/* An elementwise kernel over n elements (relu(x * y + z), one of them
+ * broadcast, or read transposed) with int32 indices. */
+static const char *elementwise_text(int64_t rows, int64_t cols, bool transposed) {
+  static char buf[1024];
+  snprintf(buf, sizeof buf,
+           "%%r = (RANGE loop 0 (CONST:int32 %lld))\n%%c = (RANGE loop 1 (CONST:int32 %lld))\n"
+           "%%e = (ADD (MUL %%r (CONST:int32 %lld)) %%c)\n"
+           "(SINK (END %%r (END %%c (STORE (INDEX (PARAM:float32* 0) %%e) (MAX (ADD (MUL (LOAD (INDEX (PARAM:float32* 1) %s))"
+           " (LOAD (INDEX (PARAM:float32* 2) %%c))) (LOAD (INDEX (PARAM:float32* 3) %%r))) (CONST:float32 0.0))))))",
+           (long long)rows, (long long)cols, (long long)cols, transposed ? "(ADD (MUL %c (CONST:int32 ROWS)) %r)" : "%e");
+  if (transposed) { /* the rows' count in place of ROWS */
+    char *at = strstr(buf, "ROWS"), tail[1024];
+    snprintf(tail, sizeof tail, "%s", at + 4);
+    snprintf(at, sizeof buf - (size_t)(at - buf), "%lld%s", (long long)rows, tail);
+  }
+  return buf;
+}
+
+/* An elementwise kernel with outputs enough for cores x max_threads x 4
+ * shaped for a GPU computes 4 adjacent outputs a thread (widen.c), bit
+ * for bit, and its PTX moves them 16 bytes at a time; not when an access
+ * steps by more than one along the columns, the columns are not a
+ * multiple of 4, or the outputs are few. */
+static void check_widen(Ctx *ctx) {
+  static const struct {
+    int64_t rows, cols;
+    bool transposed, widened;
+  } cases[] = {{264, 4096, false, true}, {264, 4096, true, false}, {264, 4098, false, false}, {8, 4096, false, false}};
+  DType f = dt_scalar(UJ_FLOAT32);
+  for (int i = 0; i < 4; i++) {
+    const UOp *k = uj_parse(ctx, elementwise_text(cases[i].rows, cases[i].cols, cases[i].transposed), "elementwise");
+    const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
+    size_t stores = up ? count_op(ctx, up, UJ_OP_STORE, NULL) : 0;
+    CHECK(up && stores == (cases[i].widened ? 4u : 1u), "case %d: %zu stores a thread, want %d: %s", i, stores,
+          cases[i].widened ? 4 : 1, up ? "" : uj_error(ctx));
+    if (!up || i > 1) continue;
+    size_t n = (size_t)(cases[i].rows * cases[i].cols);
+    JitBuffers b = {4, {f, f, f, f}, {n, n, (size_t)cases[i].cols, (size_t)cases[i].rows},
+                    {fill(f, n, 0), fill_rounding(f, n, 1), fill_rounding(f, (size_t)cases[i].cols, 2),
+                     fill_rounding(f, (size_t)cases[i].rows, 3)}};
+    check_eval_of(ctx, k, up, &b, false, cases[i].transposed ? "elementwise, transposed" : "elementwise, widened");
+    char *ptx = uj_emit(ctx, up, UJ_EMIT_PTX, "sm_90", NULL);
+    bool v4 = ptx && strstr(ptx, "ld.global.nc.v4.f32") && strstr(ptx, "st.global.v4.f32");
+    CHECK(ptx && v4 == cases[i].widened, "case %d: 16-byte loads and stores %s", i, cases[i].widened ? "expected" : "not expected");
+    free(ptx);
+  }
+}
+
 /* A GEMV (x[k] w[k, j] over k, too few outputs for a GPU) shaped for
  * a GPU is a thread an output: a workgroup's threads stepping along k
  * would each read their own row of w (reads_across), and blocks of
@@ -391,6 +439,7 @@ int main(void) {
   check_row_groups(ctx);
   check_gemm(ctx);
   check_across(ctx);
+  check_widen(ctx);
   uj_ctx_free(ctx);
   return check_report("test_target");
 }

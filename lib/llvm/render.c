@@ -36,6 +36,11 @@ typedef struct State {
 } State;
 
 static unsigned elem_align(DType d) { return d.scalar == UJ_BOOL ? 1 : dt_bits(d) / 8; }
+/* A GPU kernel's buffers are 16-byte aligned: each is the start of a
+ * device allocation (cuMemAlloc's are 256-byte aligned, HSA's pools
+ * page-aligned), never an offset into one (docs/gpu.md). 16 bytes lets
+ * the backend merge four adjacent float loads into one. */
+enum { GPU_BUFFER_ALIGN = 16 };
 
 static bool fail(State *s, const UOp *u, const char *msg) {
   ctx_set_error(s->r.ctx, "render: %s: %s", op_table[u->op].name, msg);
@@ -328,7 +333,9 @@ static void add_string_attr(State *s, LLVMValueRef fn, const char *k, const char
 static void pointer_attrs(State *s, LLVMValueRef fn, unsigned i, const KernelParam *p) {
   if (p->stored || s->r.h->kernel_cc) add_attr(s, fn, i + 1, "noalias", 0);
   add_attr(s, fn, i + 1, "nocapture", 0);
-  add_attr(s, fn, i + 1, "align", elem_align(dt_base(p->dtype)));
+  unsigned align = elem_align(dt_base(p->dtype));
+  if (s->r.t->kind != TARGET_CPU && align < GPU_BUFFER_ALIGN) align = GPU_BUFFER_ALIGN; /* every GPU buffer starts an allocation */
+  add_attr(s, fn, i + 1, "align", align);
   if (!p->stored) add_attr(s, fn, i + 1, "readonly", 0);
   if (!p->loaded) add_attr(s, fn, i + 1, "writeonly", 0);
 }

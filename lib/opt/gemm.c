@@ -1,29 +1,38 @@
-/* gemm.c — a GEMM on a GPU in shared-memory tiles with register blocks
- * (opt.h, docs/opt.md "GPU kernels").
+/* gemm.c — a GEMM (and a convolution, as an implicit GEMM) on a GPU in
+ * shared-memory tiles with register blocks (opt.h, docs/opt.md "GPU
+ * kernels").
  *
- * In: a kernel for a target with workgroups that is one output loop pair
- * around one STORE whose value reads one REDUCE over k of a product of
- * two loads, one free of j (a[i, k]), one free of i (b[k, j]):
+ * In: a kernel for a target with workgroups that is a nest of loops
+ * around one STORE whose value reads one float REDUCE of a product of two
+ * loads, a and b:
  *
- *   END(i, END(j, STORE(out(i, j), g(REDUCE(a(i, k) · b(k, j), k)))))
+ *   END(r.., STORE(out(r..), g(REDUCE(a · b, k..))))
  *
- * with constant bounds, inside at most one batch loop (a batched matmul:
- * its range becomes the grid's third dimension). Out: a workgroup of 16 x
- * 16 threads a BM x BN = 64 x 64 block of outputs, each thread a 4 x 4
- * register block (a `reg` ALLOC of 16 accumulators). Per k tile of BK =
- * 16 the threads copy the block's 64 x 16 tile of a and 16 x 64 tile of
- * b to `local` memory (four elements each per operand, adjacent threads
- * on adjacent elements of a row: coalesced), wait at a BARRIER, run the
- * tile's 16 steps (each thread: 4 loads of a, 4 of b, 16 multiply-adds),
- * and wait again before the next copy. Each output is still reduced in
- * k order from the identity, one step at a time (MULACC: fused as the
- * REDUCE's; ADD of a product: rounded twice as the REDUCE's), so the
- * words are the serial kernel's. The epilogue g (a bias, an activation)
- * is applied to each accumulator at the block's store. Bounds the tiles
- * do not divide are guarded: copies past the end load zero (a gated
- * INDEX), a step past k keeps its accumulator (so even a -0.0 sum stays
- * the serial kernel's), stores past the end are gated off. Every global load
- * of a and b is now shared by a block: 64 x fewer than one thread per
+ * Each loop of the nest is a column (b reads it, a does not: a GEMM's j,
+ * a convolution's image, y and x; b is the operand that reads the
+ * innermost loop), a row (a reads it, b does not: i, an output channel)
+ * or a batch (both or neither); the
+ * REDUCE's ranges are k (a convolution's input channel and window).
+ * Rows, columns, k and batches are each flattened, outermost first, into
+ * one index (i = ((r0·b1 + r1)·b2 + r2)...): an M x N GEMM over K in
+ * batches, with constant bounds. Out: a workgroup of 16 x 16 threads a
+ * BM x BN = 64 x 64 block of outputs, each thread a 4 x 4 register block
+ * (a `reg` ALLOC of 16 accumulators). Per k tile of BK = 16 the threads
+ * copy the block's 64 x 16 tile of a and 16 x 64 tile of b to `local`
+ * memory (four elements each per operand, adjacent threads on adjacent
+ * k of a's rows and adjacent columns of b: coalesced where the operands
+ * are contiguous there), wait at a BARRIER, run the tile's 16 steps
+ * (each thread: 4 loads of a, 4 of b, 16 multiply-adds), and wait again
+ * before the next copy. Each output is still reduced in k order (the
+ * REDUCE's loops, outermost first) from the identity, one step at a time
+ * (MULACC: fused as the REDUCE's; ADD of a product: rounded twice as the
+ * REDUCE's), so the words are the serial kernel's. The epilogue g (a
+ * bias, an activation) is applied to each accumulator at the store.
+ * Bounds the tiles do not divide are guarded: copies past the end load
+ * zero (a gated INDEX; an operand's own gates, a convolution's padding,
+ * stay), a step past k keeps its accumulator (so even a -0.0 sum stays
+ * the serial kernel's), stores past the end are gated off. Every global
+ * load of a and b is shared by a block: 64 x fewer than a thread per
  * output reading its row and column. */
 #include <stdlib.h>
 
@@ -34,15 +43,22 @@
 enum { BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, TY = BM / TM, TX = BN / TN, THREADS = TY * TX };
 _Static_assert(THREADS == 256 && BM * BK % THREADS == 0 && BK * BN % THREADS == 0 && BN % TX == 0, "tile shapes");
 enum { FILL = BM * BK / THREADS, ROWS_A_STEP = THREADS / BK, ROWS_B_STEP = THREADS / BN };
+enum { MAX_AXES = 8 };
+
+/* Ranges flattened into one index, outermost first. */
+typedef struct Axes {
+  const UOp *r[MAX_AXES];
+  int64_t bound[MAX_AXES];
+  size_t n;
+  int64_t total;
+} Axes;
 
 typedef struct Gemm {
   Ctx *ctx;
-  DType it;                 /* the index type */
-  const UOp *batch;         /* the batch loop's range, or NULL */
-  const UOp *i, *j, *k;     /* the output rows, columns and the reduction */
-  const UOp *store, *reduce, *a, *b; /* a: the load free of j, b: the one free of i */
-  int64_t m, n, kn;         /* their bounds */
-  int64_t axis, alloc;      /* the next RANGE axis and ALLOC id */
+  DType it;                          /* the index type */
+  Axes batch, rows, cols, ks;
+  const UOp *store, *reduce, *a, *b; /* a reads the rows, b the columns */
+  int64_t axis, alloc;               /* the next RANGE axis and ALLOC id */
 } Gemm;
 
 static const UOp *bin(Ctx *ctx, Op op, const UOp *x, const UOp *y) { return x && y ? uop_binary(ctx, op, x, y) : NULL; }
@@ -64,12 +80,39 @@ static const UOp *alloc(Gemm *g, uj_addrspace space, int64_t count) {
   return uop_new(g->ctx, UJ_OP_ALLOC, uj_dtype_ptr((uj_scalar)g->reduce->dtype.scalar, 1, space), NULL, 0,
                  (Arg){NULL, (int64_t[]){g->alloc++, count}, 2});
 }
-/* x with the ranges from[] read as to[]. */
+static const UOp *affine(Gemm *g, const UOp *x, int64_t scale, const UOp *plus) {
+  return bin(g->ctx, UJ_OP_ADD, bin(g->ctx, UJ_OP_MUL, x, cint(g, scale)), plus);
+}
+
+/* ---- flattened indices ---- */
+
+static bool axes_add(Axes *x, const UOp *r) {
+  int64_t b = opt_const_bound(r);
+  if (x->n == MAX_AXES || b <= 0 || __builtin_mul_overflow(x->total ? x->total : 1, b, &x->total)) return false;
+  x->r[x->n] = r, x->bound[x->n++] = b;
+  return true;
+}
+
+/* Each range of x as the flat index f says: (f / inner) % bound (no %
+ * for the outermost, whose f past the end the caller gates), into from
+ * and to at *n. */
+static void decompose(Gemm *g, const Axes *x, const UOp *f, const UOp **from, const UOp **to, size_t *n) {
+  int64_t inner = 1;
+  for (size_t t = x->n; t-- > 0;) {
+    const UOp *v = inner == 1 ? f : bin(g->ctx, UJ_OP_IDIV, f, cint(g, inner));
+    from[*n] = x->r[t], to[(*n)++] = t ? bin(g->ctx, UJ_OP_MOD, v, cint(g, x->bound[t])) : v;
+    inner *= x->bound[t];
+  }
+}
+
+/* x with from[] read as to[]. */
 static const UOp *subst(Gemm *g, const UOp *x, const UOp *const *from, const UOp *const *to, size_t n) {
   for (size_t s = 0; s < n; s++)
     if (!to[s]) return NULL;
-  return opt_substitute(g->ctx, x, from, to, n);
+  return x ? opt_substitute(g->ctx, x, from, to, n) : NULL;
 }
+
+/* ---- gates ---- */
 
 /* ptr (an INDEX) valid only where valid is too: NULL valid leaves it. */
 static const UOp *gate(Gemm *g, const UOp *ptr, const UOp *valid) {
@@ -93,50 +136,65 @@ static const UOp *below(Gemm *g, const UOp *x, int64_t bound, int64_t tile) {
 }
 static const UOp *both(Gemm *g, const UOp *x, const UOp *y) { return x && y ? bin(g->ctx, UJ_OP_AND, x, y) : x ? x : y; }
 
-/* The nest SINK(END(b?, END(i, END(j, STORE)))): false when not one. */
-static bool find_nest(const UOp *kernel, Gemm *g) {
-  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL, *nest[4];
-  int n = 0;
-  for (; e && e->op == UJ_OP_END && e->nsrc == 2 && n < 4; e = e->src[1]) nest[n++] = e->src[0];
-  if (n < 2 || n > 3 || !e || e->op != UJ_OP_STORE || e->src[1]->dtype.lanes != 1) return false;
-  g->batch = n == 3 ? nest[0] : NULL, g->i = nest[n - 2], g->j = nest[n - 1], g->store = e;
-  return !g->batch || opt_const_bound(g->batch) > 0;
-}
+/* ---- the shape ---- */
 
-/* The kernel's shape, when it is one this pass takes: big enough for a
- * tile of outputs and one of k. */
-static bool find_gemm(Ctx *ctx, const UOp *kernel, Gemm *g) {
-  *g = (Gemm){.ctx = ctx};
-  if (!find_nest(kernel, g)) return false;
-  const UOp *st = g->store, **reads = NULL;
-  size_t nr = opt_reduces_read(ctx, st->src[1], true, &reads);
+/* The loads of the product, its REDUCE's ranges; false when the value
+ * is not one REDUCE of a product of two LOADs. */
+static bool find_product(Ctx *ctx, Gemm *g) {
+  const UOp **reads = NULL;
+  size_t nr = opt_reduces_read(ctx, g->store->src[1], true, &reads);
   g->reduce = nr == 1 ? reads[0] : NULL;
   free(reads);
   const UOp *r = g->reduce;
-  if (!r || r->nsrc != 2 || r->dtype.lanes != 1 || !dt_is_float(r->dtype)) return false;
+  if (!r || r->nsrc < 2 || r->dtype.lanes != 1 || !dt_is_float(r->dtype)) return false;
   Op op = opt_reduce_op(r);
   const UOp *prod = r->src[0];
   if ((op != UJ_OP_MULACC && op != UJ_OP_ADD) || prod->op != UJ_OP_MUL || prod->src[0]->op != UJ_OP_LOAD ||
       prod->src[1]->op != UJ_OP_LOAD || prod->src[0]->src[0]->op != UJ_OP_INDEX || prod->src[1]->src[0]->op != UJ_OP_INDEX)
     return false;
-  g->k = r->src[1], g->it = g->i->dtype;
-  g->m = opt_const_bound(g->i), g->n = opt_const_bound(g->j), g->kn = opt_const_bound(g->k);
-  if (g->m <= 0 || g->n <= 0 || g->kn < BK || g->m * g->n < BM * BN || !dt_eq(g->j->dtype, g->it) ||
-      !dt_eq(g->k->dtype, g->it) || (g->batch && !dt_eq(g->batch->dtype, g->it)))
-    return false;
-  const UOp *x = prod->src[0], *y = prod->src[1];
-  bool xi = opt_depends(ctx, x, g->i), xj = opt_depends(ctx, x, g->j), yi = opt_depends(ctx, y, g->i), yj = opt_depends(ctx, y, g->j);
-  if (xi && !xj && yj && !yi) g->a = x, g->b = y;
-  else if (yi && !yj && xj && !xi) g->a = y, g->b = x;
-  else return false;
-  /* the output's index reads (b, i, j) only: no other loop */
-  return !opt_depends(ctx, st->src[0], g->k);
+  for (uint32_t s = 1; s < r->nsrc; s++)
+    if (!axes_add(&g->ks, r->src[s]) || !dt_eq(r->src[s]->dtype, g->it)) return false;
+  g->a = prod->src[0], g->b = prod->src[1];
+  return true;
 }
 
-static const UOp *ceil_div(int64_t x, int64_t y, Gemm *g) { return cint(g, (x + y - 1) / y); }
-static const UOp *affine(Gemm *g, const UOp *x, int64_t scale, const UOp *plus) {
-  return bin(g->ctx, UJ_OP_ADD, bin(g->ctx, UJ_OP_MUL, x, cint(g, scale)), plus);
+/* The nest's loops as rows, columns and batches by what each operand
+ * reads (a the rows; the operands swapped when b does), big enough for a
+ * tile of outputs and one of k, its flat indices within the index type
+ * and the grid. */
+static bool find_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, Gemm *g) {
+  *g = (Gemm){.ctx = ctx};
+  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL, *nest[MAX_AXES];
+  size_t n = 0;
+  for (; e && e->op == UJ_OP_END && e->nsrc == 2 && n < MAX_AXES; e = e->src[1]) nest[n++] = e->src[0];
+  if (n < 2 || !e || e->op != UJ_OP_STORE || e->src[1]->dtype.lanes != 1) return false;
+  g->store = e, g->it = nest[0]->dtype;
+  if (!find_product(ctx, g)) return false;
+  /* b is the operand that reads the innermost loop (the fastest-moving
+   * output: the columns, adjacent threads' stores adjacent) */
+  if (opt_depends(ctx, g->a, nest[n - 1]) && !opt_depends(ctx, g->b, nest[n - 1])) {
+    const UOp *x = g->a;
+    g->a = g->b, g->b = x;
+  }
+  for (size_t s = 0; s < n; s++) {
+    bool ra = opt_depends(ctx, g->a, nest[s]), rb = opt_depends(ctx, g->b, nest[s]);
+    Axes *to = ra == rb ? &g->batch : ra ? &g->rows : &g->cols;
+    if (!dt_eq(nest[s]->dtype, g->it) || !axes_add(to, nest[s])) return false;
+  }
+  int64_t m = g->rows.total, nn = g->cols.total, k = g->ks.total, z = g->batch.n ? g->batch.total : 1;
+  int64_t limit = dt_bits(g->it) >= 64 ? INT64_MAX / 2 : INT32_MAX / 2, outputs;
+  if (!g->rows.n || !g->cols.n || k < BK || __builtin_mul_overflow(m, nn, &outputs) || outputs < BM * BN ||
+      __builtin_mul_overflow(outputs, z, &outputs) || outputs > limit || m + BM > limit || nn + BN > limit ||
+      k + BK > limit)
+    return false;
+  if ((m + BM - 1) / BM > t->max_grid[1] || (nn + BN - 1) / BN > t->max_grid[0] || z > t->max_grid[2]) return false;
+  /* the output's index reads the nest only: no other loop */
+  for (size_t s = 0; s < g->ks.n; s++)
+    if (opt_depends(ctx, g->store->src[0], g->ks.r[s])) return false;
+  return true;
 }
+
+/* ---- the tiled kernel ---- */
 
 /* The copies of one k tile: each thread's FILL elements of a's BM x BK
  * tile (row ROWS_A_STEP*f + thread / BK, column thread % BK) and of b's
@@ -145,19 +203,23 @@ static const UOp *affine(Gemm *g, const UOp *x, int64_t scale, const UOp *plus) 
 static size_t copies(Gemm *g, const UOp *const *blk, const UOp *thread, const UOp *kt, const UOp *as, const UOp *bs,
                      const UOp **tile) {
   Ctx *ctx = g->ctx;
-  const UOp *ij_k[3] = {g->i, g->j, g->k};
   size_t n = 0;
   for (int f = 0; f < FILL; f++) {
+    const UOp *from[2 * MAX_AXES], *to[2 * MAX_AXES];
+    size_t nf = 0;
     const UOp *ra = bin(ctx, UJ_OP_ADD, cint(g, ROWS_A_STEP * f), bin(ctx, UJ_OP_IDIV, thread, cint(g, BK)));
     const UOp *ca = bin(ctx, UJ_OP_MOD, thread, cint(g, BK));
-    const UOp *to_a[3] = {affine(g, blk[0], BM, ra), g->j, affine(g, kt, BK, ca)};
-    const UOp *va = both(g, below(g, to_a[0], g->m, BM), below(g, to_a[2], g->kn, BK));
-    tile[n++] = store_of(ctx, at(ctx, as, affine(g, ra, BK, ca)), gate_access(g, subst(g, g->a, ij_k, to_a, 3), va));
+    const UOp *row = affine(g, blk[0], BM, ra), *ka = affine(g, kt, BK, ca);
+    decompose(g, &g->rows, row, from, to, &nf), decompose(g, &g->ks, ka, from, to, &nf);
+    const UOp *va = both(g, below(g, row, g->rows.total, BM), below(g, ka, g->ks.total, BK));
+    tile[n++] = store_of(ctx, at(ctx, as, affine(g, ra, BK, ca)), gate_access(g, subst(g, g->a, from, to, nf), va));
+    nf = 0;
     const UOp *rb = bin(ctx, UJ_OP_ADD, cint(g, ROWS_B_STEP * f), bin(ctx, UJ_OP_IDIV, thread, cint(g, BN)));
     const UOp *cb = bin(ctx, UJ_OP_MOD, thread, cint(g, BN));
-    const UOp *to_b[3] = {g->i, affine(g, blk[1], BN, cb), affine(g, kt, BK, rb)};
-    const UOp *vb = both(g, below(g, to_b[1], g->n, BN), below(g, to_b[2], g->kn, BK));
-    tile[n++] = store_of(ctx, at(ctx, bs, affine(g, rb, BN, cb)), gate_access(g, subst(g, g->b, ij_k, to_b, 3), vb));
+    const UOp *col = affine(g, blk[1], BN, cb), *kb = affine(g, kt, BK, rb);
+    decompose(g, &g->cols, col, from, to, &nf), decompose(g, &g->ks, kb, from, to, &nf);
+    const UOp *vb = both(g, below(g, col, g->cols.total, BN), below(g, kb, g->ks.total, BK));
+    tile[n++] = store_of(ctx, at(ctx, bs, affine(g, rb, BN, cb)), gate_access(g, subst(g, g->b, from, to, nf), vb));
   }
   return n;
 }
@@ -170,7 +232,7 @@ static const UOp *step_end(Gemm *g, const UOp *const *thr, const UOp *kt, const 
   Ctx *ctx = g->ctx;
   Op op = opt_reduce_op(g->reduce);
   bool a_first = g->reduce->src[0]->src[0] == g->a;
-  const UOp *inside = below(g, affine(g, kt, BK, kk), g->kn, BK), *step[TM * TN + 1];
+  const UOp *inside = below(g, affine(g, kt, BK, kk), g->ks.total, BK), *step[TM * TN + 1];
   size_t n = 0;
   step[n++] = kk;
   for (int r = 0; r < TM; r++)
@@ -186,22 +248,40 @@ static const UOp *step_end(Gemm *g, const UOp *const *thr, const UOp *kt, const 
   return void_node(ctx, UJ_OP_END, step, n);
 }
 
+/* The block's outputs: the epilogue of each accumulator, gated past the
+ * bounds; into body[], returning how many. */
+static size_t outputs(Gemm *g, const UOp *const *blk, const UOp *const *thr, const UOp *acc, const UOp **body) {
+  size_t n = 0;
+  for (int r = 0; r < TM; r++)
+    for (int c = 0; c < TN; c++) {
+      const UOp *from[2 * MAX_AXES + 1], *to[2 * MAX_AXES + 1];
+      size_t nf = 0;
+      const UOp *row = affine(g, blk[0], BM, affine(g, thr[0], TM, cint(g, r)));
+      const UOp *col = affine(g, blk[1], BN, affine(g, thr[1], TN, cint(g, c)));
+      decompose(g, &g->rows, row, from, to, &nf), decompose(g, &g->cols, col, from, to, &nf);
+      from[nf] = g->reduce, to[nf++] = load(g->ctx, at(g->ctx, acc, cint(g, r * TN + c)));
+      const UOp *out = subst(g, g->store, from, to, nf);
+      body[n++] = gate_access(g, out, both(g, below(g, row, g->rows.total, BM), below(g, col, g->cols.total, BN)));
+    }
+  return n;
+}
+
 const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch use) {
   Gemm g;
   if (use == OPT_OFF || t->kind != TARGET_DESC_GPU || t->max_threads < THREADS ||
-      (size_t)(BM * BK + BK * BN) * 4 > t->shared_bytes || !find_gemm(ctx, kernel, &g))
+      (size_t)(BM * BK + BK * BN) * 4 > t->shared_bytes || !find_gemm(ctx, kernel, t, &g))
     return kernel;
   g.axis = opt_next_axis(ctx, kernel), g.alloc = opt_next_alloc_id(ctx, kernel);
-  const UOp *batch = g.batch ? range(&g, "global", opt_const_bound(g.batch)) : NULL;
-  const UOp *blk[2] = {range(&g, "global", (g.m + BM - 1) / BM), range(&g, "global", (g.n + BN - 1) / BN)};
+  const UOp *batch = g.batch.n ? range(&g, "global", g.batch.total) : NULL;
+  const UOp *blk[2] = {range(&g, "global", (g.rows.total + BM - 1) / BM), range(&g, "global", (g.cols.total + BN - 1) / BN)};
   const UOp *thr[2] = {range(&g, "local", TY), range(&g, "local", TX)};
-  const UOp *kt = uop_new(ctx, UJ_OP_RANGE, g.it, (const UOp *[]){ceil_div(g.kn, BK, &g)}, 1, (Arg){"loop", (int64_t[]){g.axis++}, 1});
-  const UOp *kk = range(&g, "loop", BK);
+  const UOp *kt = range(&g, "loop", (g.ks.total + BK - 1) / BK), *kk = range(&g, "loop", BK);
   const UOp *as = alloc(&g, UJ_AS_LOCAL, BM * BK), *bs = alloc(&g, UJ_AS_LOCAL, BK * BN), *acc = alloc(&g, UJ_AS_REG, TM * TN);
   const UOp *barrier = void_node(ctx, UJ_OP_BARRIER, NULL, 0);
   const UOp *thread = affine(&g, thr[0], TX, thr[1]); /* 0 .. 255 */
-  const UOp *body[2 * TM * TN + 1], *tile[1 + 2 * FILL + 3];
+  const UOp *body[1 + TM * TN + 1 + TM * TN], *tile[1 + 2 * FILL + 3];
   size_t nb = 0, nt = 0;
+  body[nb++] = thr[1];
   const UOp *zero = uop_const_word(ctx, g.reduce->dtype, alu_identity(UJ_OP_ADD, (uj_scalar)g.reduce->dtype.scalar));
   for (int q = 0; q < TM * TN; q++) body[nb++] = store_of(ctx, at(ctx, acc, cint(&g, q)), zero);
   tile[nt++] = kt;
@@ -210,25 +290,16 @@ const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch 
   tile[nt++] = step_end(&g, thr, kt, kk, as, bs, acc);
   tile[nt++] = barrier;
   body[nb++] = void_node(ctx, UJ_OP_END, tile, nt);
-  for (int r = 0; r < TM; r++) /* the block's outputs: the epilogue of each accumulator, gated past the bounds */
-    for (int c = 0; c < TN; c++) {
-      const UOp *from[4] = {g.i, g.j, g.reduce, g.batch};
-      const UOp *to[4] = {affine(&g, blk[0], BM, affine(&g, thr[0], TM, cint(&g, r))),
-                          affine(&g, blk[1], BN, affine(&g, thr[1], TN, cint(&g, c))),
-                          load(ctx, at(ctx, acc, cint(&g, r * TN + c))), batch};
-      const UOp *out = subst(&g, g.store, from, to, g.batch ? 4 : 3);
-      body[nb++] = gate_access(&g, out, both(&g, below(&g, to[0], g.m, BM), below(&g, to[1], g.n, BN)));
-    }
-  const UOp *inner[1 + 2 * TM * TN + 1];
-  inner[0] = thr[1];
-  for (size_t s = 0; s < nb; s++) inner[s + 1] = body[s];
-  const UOp *e = void_node(ctx, UJ_OP_END, inner, nb + 1);
+  nb += outputs(&g, blk, thr, acc, body + nb);
+  const UOp *e = void_node(ctx, UJ_OP_END, body, nb);
   e = void_node(ctx, UJ_OP_END, (const UOp *[]){thr[0], e}, 2);
   e = void_node(ctx, UJ_OP_END, (const UOp *[]){blk[1], e}, 2);
   e = void_node(ctx, UJ_OP_END, (const UOp *[]){blk[0], e}, 2);
-  if (batch && e) { /* the batch's range in the copies too */
-    const UOp *in = opt_substitute(ctx, e, &g.batch, &batch, 1);
-    e = void_node(ctx, UJ_OP_END, (const UOp *[]){batch, in}, 2);
+  if (batch && e) { /* the batches, flattened into the grid's third dimension */
+    const UOp *from[MAX_AXES], *to[MAX_AXES];
+    size_t nf = 0;
+    decompose(&g, &g.batch, batch, from, to, &nf);
+    e = void_node(ctx, UJ_OP_END, (const UOp *[]){batch, subst(&g, e, from, to, nf)}, 2);
   }
   return e ? uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), &e, 1, arg_none()) : NULL;
 }

@@ -11,6 +11,8 @@
  *               moved innermost (a convolution's output channels)
  *   gemm.c      GPUs: a GEMM in shared-memory tiles, each thread a 4 x 4
  *               register block (bit for bit the serial kernel's)
+ *   widen.c     GPUs: an elementwise kernel 4 adjacent outputs a thread
+ *               (16-byte loads and stores)
  *   workgroup.c GPUs: a reduction per output, too few outputs for a
  *               thread each, as a workgroup with a tree in local memory
  *   upcast.c    the innermost output loop of a reducing kernel is split
@@ -100,6 +102,7 @@ const UOp *opt_unroll(Ctx *ctx, const UOp *kernel, const OptConfig *config);
  * (workgroup.c, docs/opt.md "GPU kernels"); other kernels unchanged. */
 const UOp *opt_workgroup(Ctx *ctx, const UOp *kernel, const TargetDesc *t);
 const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch use);
+const UOp *opt_widen(Ctx *ctx, const UOp *kernel, const TargetDesc *t);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
  * than this stays in one thread (a launch on the pool costs microseconds). */

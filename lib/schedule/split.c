@@ -5,7 +5,9 @@
  * sum over trailing axes of at least TargetDesc.sum_split_min elements (a
  * multiple of sum_chunks * sum_chunk_step) viewed as (sum_chunks,
  * L / sum_chunks): a STAGE of the sum of each contiguous chunk, then the
- * sum of those partials, in the REDUCE's shape. The tensor graph says
+ * sum of those partials, in the REDUCE's shape; on a GPU, a sum over an
+ * axis that is not the innermost with few outputs (a GEMV) in chunks
+ * along that axis (split_across). The tensor graph says
  * "sum over these axes"; this regrouping is the target's (within the
  * evaluator's bound, docs/semantics.md "Reassociation"). */
 #include <string.h>
@@ -54,6 +56,42 @@ static const UOp *reduce(Ctx *ctx, const char *name, const UOp *x, int64_t axis)
   return node(ctx, UJ_OP_REDUCE, x ? x->dtype : dt_scalar(UJ_VOID), &x, 1, (Arg){name, &axis, 1});
 }
 
+/* A GPU's sum over one axis that is not x's innermost (a column sum's
+ * rows), or a sum of products over one axis (a GEMV's k: matmul may put
+ * k last in the tensor's shape while w's rows lie apart in memory), with
+ * too few outputs to fill the GPU: its threads
+ * are the outputs (workgroup.c keeps a thread an output there: a
+ * workgroup's threads would each read their own line), so the axis is
+ * cut in S chunks, S the largest power of 2 with outputs x S at most
+ * cores x max_threads x 2, each chunk at least SPLIT_MIN_CHUNK long: a
+ * STAGE of the chunks' sums (outputs x S threads, still coalesced along
+ * the outputs), then the sum of the S partials. A GEMV 1 x 4096 x 4096 on
+ * 132 SMs: 16 blocks of threads become 512. */
+enum { SPLIT_MIN_CHUNK = 8, SPLIT_MIN_LENGTH = 256 };
+
+static const UOp *split_across(const Split *sp, const UOp *rebuilt) {
+  const TargetDesc *t = sp->t;
+  const UOp *x = rebuilt->src[0];
+  if (t->kind != TARGET_DESC_GPU || rebuilt->nints != 1 || x->ndim + 1 > SPLIT_MAX_DIMS) return rebuilt;
+  int64_t axis = rebuilt->ints[0], length = x->shape[axis], outputs = 1, threads = (int64_t)t->cores * t->max_threads;
+  bool product = !strcmp(rebuilt->name, "MULACC"); /* a GEMV's, whichever axis the tensor layer put k on */
+  if ((axis == x->ndim - 1 && !product) || length < SPLIT_MIN_LENGTH) return rebuilt;
+  for (unsigned i = 0; i < x->ndim; i++) outputs *= i == axis ? 1 : x->shape[i];
+  int64_t chunks = 1;
+  while (outputs * chunks * 2 <= threads * 2 && length % (chunks * 2) == 0 && length / (chunks * 2) >= SPLIT_MIN_CHUNK)
+    chunks *= 2;
+  if (chunks < 4) return rebuilt;
+  Ctx *ctx = sp->ctx;
+  int64_t shape[SPLIT_MAX_DIMS];
+  memcpy(shape, x->shape, (size_t)axis * sizeof *shape);
+  shape[axis] = chunks, shape[axis + 1] = length / chunks;
+  memcpy(shape + axis + 2, x->shape + axis + 1, (x->ndim - (size_t)axis - 1) * sizeof *shape);
+  const UOp *partial = reduce(ctx, rebuilt->name, reshape_product(ctx, x, shape, x->ndim + 1), axis + 1);
+  partial = partial ? node(ctx, UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
+  const UOp *total = reduce(ctx, "ADD", partial, axis);
+  return total ? reshape(ctx, total, rebuilt->shape, rebuilt->ndim) : NULL;
+}
+
 static const UOp *split_sum(void *user, const UOp *u, const UOp *rebuilt) {
   const Split *sp = user;
   const TargetDesc *t = sp->t;
@@ -66,7 +104,8 @@ static const UOp *split_sum(void *user, const UOp *u, const UOp *rebuilt) {
   bool trailing = n > 0 && lead + 2 <= SPLIT_MAX_DIMS;
   for (unsigned i = 0; i < n; i++) count *= x->shape[rebuilt->ints[i]], trailing &= rebuilt->ints[i] == lead + i;
   int64_t block = (int64_t)t->sum_chunks * (t->sum_chunk_step ? t->sum_chunk_step : 1);
-  if (!trailing || count < (int64_t)t->sum_split_min || count % block) return rebuilt;
+  if (!trailing || (n == 1 && count < (int64_t)t->sum_split_min)) return split_across(sp, rebuilt);
+  if (count < (int64_t)t->sum_split_min || count % block) return rebuilt;
   Ctx *ctx = sp->ctx;
   int64_t shape[SPLIT_MAX_DIMS];
   memcpy(shape, x->shape, lead * sizeof *shape);
