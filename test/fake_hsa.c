@@ -82,7 +82,12 @@ EXPORT hsa_status hsa_init(void) {
   stats.inits++;
   return HSA_OK;
 }
-EXPORT hsa_status hsa_shut_down(void) { return stats.inits--, HSA_OK; }
+EXPORT hsa_status hsa_shut_down(void) {
+  if (--stats.inits == 0) /* the code objects kept for their symbols */
+    for (size_t i = 0; i < nexecs; i++) free(execs[i].code), execs[i] = (Exec){0};
+  if (stats.inits == 0) nexecs = 0;
+  return HSA_OK;
+}
 EXPORT hsa_status hsa_status_string(hsa_status s, const char **text) {
   *text = s == HSA_OUT_OF_RESOURCES ? "HSA_STATUS_ERROR_OUT_OF_RESOURCES: fake" : "HSA_STATUS_ERROR: fake";
   return HSA_OK;
