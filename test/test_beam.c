@@ -192,7 +192,7 @@ static void test_cache_lines(const char *file) {
   t.search = search;
   c = (OptConfig){0};
   if (raw && search) search->choose(search, s->ctx, raw, &t, &c);
-  OptConfig off = {OPT_OFF, 1, 1, 1, OPT_OFF, OPT_OFF, OPT_OFF, OPT_OFF, 1, OPT_AUTO};
+  OptConfig off = {OPT_OFF, 1, 1, 1, OPT_OFF, OPT_OFF, OPT_OFF, OPT_OFF, 1, OPT_AUTO, OPT_AUTO};
   CHECK(!memcmp(&c, &off, sizeof c),
         "the config of the line: lanes %u columns %u rows %u tile %u stage %u parallel %u reorder %u stream %u unroll %u",
         c.lanes, c.columns, c.rows, c.tile, c.stage, c.parallel, c.reorder, c.stream, c.unroll);

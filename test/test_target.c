@@ -387,6 +387,12 @@ static void check_widen(Ctx *ctx) {
     CHECK(ptx && v4 == cases[i].widened, "case %d: 16-byte loads and stores %s", i, cases[i].widened ? "expected" : "not expected");
     free(ptx);
   }
+  const UOp *k = uj_parse(ctx, elementwise_text(8, 4096, false), "elementwise");
+  const UOp *on = k ? opt_apply(ctx, k, &(OptTarget){.desc = target_desc_find("sm_90")}, &(OptConfig){.widen = OPT_ON}) : NULL;
+  const UOp *big = uj_parse(ctx, elementwise_text(264, 4096, false), "elementwise");
+  const UOp *off = big ? opt_apply(ctx, big, &(OptTarget){.desc = target_desc_find("sm_90")}, &(OptConfig){.widen = OPT_OFF}) : NULL;
+  CHECK(on && count_op(ctx, on, UJ_OP_STORE, NULL) == 4 && off && count_op(ctx, off, UJ_OP_STORE, NULL) == 1,
+        "widen forced on (few outputs: 4 a thread) and off (many: 1)");
 }
 
 /* A GEMV (x[k] w[k, j] over k, too few outputs for a GPU) shaped for

@@ -20,7 +20,7 @@ const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptC
   k = k && cpu ? opt_stream(ctx, k, t->desc, c) : k;
   k = k && cpu ? opt_reorder(ctx, k, t->desc, c) : k;
   k = k && !cpu ? opt_gemm(ctx, k, t->desc, c->gemm) : k;
-  k = k && !cpu ? opt_widen(ctx, k, t->desc) : k;
+  k = k && !cpu ? opt_widen(ctx, k, t->desc, c->widen) : k;
   k = k && !cpu ? opt_workgroup(ctx, k, t->desc) : k;
   k = k ? opt_upcast(ctx, k, t->desc, c) : NULL;
   k = k && cpu ? opt_tile(ctx, k, t->desc, c) : k;
@@ -51,6 +51,7 @@ OptConfig opt_config_random(uint64_t seed) {
   c.stream = (OptSwitch)(splitmix(&s) % 3);
   c.unroll = unrolls[splitmix(&s) % (sizeof unrolls / sizeof *unrolls)];
   c.gemm = (OptSwitch)(splitmix(&s) % 3);
+  c.widen = (OptSwitch)(splitmix(&s) % 3);
   return c;
 }
 

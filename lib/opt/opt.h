@@ -65,6 +65,7 @@ typedef struct OptConfig {
   OptSwitch stream;   /* a reduction down columns run a row at a time (stream.c) */
   unsigned unroll;    /* steps of a reduction's innermost loop unrolled, 2 .. 16 (unroll.c); 0, 1: none */
   OptSwitch gemm;     /* GPUs: a GEMM in shared-memory tiles with register blocks (gemm.c) */
+  OptSwitch widen;    /* GPUs: an elementwise kernel 4 adjacent outputs a thread (widen.c) */
 } OptConfig;
 
 /* A search for the config of each kernel (lib/runtime/beam.c, UJ_BEAM:
@@ -102,7 +103,7 @@ const UOp *opt_unroll(Ctx *ctx, const UOp *kernel, const OptConfig *config);
  * (workgroup.c, docs/opt.md "GPU kernels"); other kernels unchanged. */
 const UOp *opt_workgroup(Ctx *ctx, const UOp *kernel, const TargetDesc *t);
 const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch use);
-const UOp *opt_widen(Ctx *ctx, const UOp *kernel, const TargetDesc *t);
+const UOp *opt_widen(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch use);
 
 /* parallel.c: a kernel whose RANGEs, multiplied, make fewer iterations
  * than this stays in one thread (a launch on the pool costs microseconds). */

@@ -14,7 +14,8 @@
  * load-store vectorizer merges the four adjacent 4-byte loads and stores
  * into one 16-byte access each (a GPU kernel's buffers are 16-byte
  * aligned: render.c), a quarter of the memory instructions. Every output
- * is computed by the same operations: the words are the kernel's. */
+ * is computed by the same operations: the words are the kernel's.
+ * OptConfig.widen forces it off, or on for any count. */
 #include <stdlib.h>
 
 #include "opt/graph.h"
@@ -40,8 +41,8 @@ static bool steps_by_one(Ctx *ctx, const UOp *x, const UOp *c) {
   return ok;
 }
 
-const UOp *opt_widen(Ctx *ctx, const UOp *kernel, const TargetDesc *t) {
-  const UOp *end = t->kind == TARGET_DESC_GPU ? opt_innermost_end(kernel) : NULL;
+const UOp *opt_widen(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch use) {
+  const UOp *end = t->kind == TARGET_DESC_GPU && use != OPT_OFF ? opt_innermost_end(kernel) : NULL;
   if (!end || end->src[1]->src[1]->dtype.lanes != 1) return kernel;
   const UOp *c = end->src[0], *store = end->src[1];
   int64_t bound = opt_const_bound(c), iterations = 1;
@@ -50,8 +51,8 @@ const UOp *opt_widen(Ctx *ctx, const UOp *kernel, const TargetDesc *t) {
     if (b <= 0 || __builtin_mul_overflow(iterations, b, &iterations)) return kernel;
   }
   if (bound <= 0 || bound % WIDEN || __builtin_mul_overflow(iterations, bound, &iterations) ||
-      iterations < (int64_t)t->cores * t->max_threads * WIDEN || !steps_by_one(ctx, store, c))
-    return kernel;
+      (use != OPT_ON && iterations < (int64_t)t->cores * t->max_threads * WIDEN) || !steps_by_one(ctx, store, c))
+    return kernel; /* forced on: whatever the count, where it can */
   const UOp *outer = uop_new(ctx, UJ_OP_RANGE, c->dtype, (const UOp *[]){uop_const_int(ctx, c->dtype, bound / WIDEN)}, 1,
                              (Arg){c->name, c->ints, c->nints});
   const UOp *src[1 + WIDEN] = {outer};

@@ -141,7 +141,7 @@ static bool cache_parse(const char *line, uint64_t machine, BeamEntry *e) {
       v[3] > 1024 || v[8] > 1024)
     return false;
   *e = (BeamEntry){k, {(OptSwitch)v[0], v[1], v[2], v[3], (OptSwitch)v[4], (OptSwitch)v[5], (OptSwitch)v[6], (OptSwitch)v[7],
-                       v[8], OPT_AUTO}}; /* gemm: GPUs only, not searched yet */
+                       v[8], OPT_AUTO, OPT_AUTO}}; /* gemm, widen: GPUs only, not searched yet */
   return true;
 }
 
