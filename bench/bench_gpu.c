@@ -15,31 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_graphs.h"
 #include "bench_util.h"
 #include "runtime/device.h"
 #include "tensor/tensor_impl.h"
 
-enum { MAX_LINES = 64, MAX_SIZES = 6, MAX_KEEP = 16 };
+enum { MAX_LINES = 64, MAX_SIZES = 6 };
 
 typedef struct Line {
   char name[64], kind[32];
   int64_t n[MAX_SIZES];
   int nsizes;
 } Line;
-
-typedef struct Keep {
-  uj_tensor *t[MAX_KEEP];
-  int n;
-} Keep;
-
-static uj_tensor *keep(Keep *k, uj_tensor *t) {
-  if (t && k->n < MAX_KEEP) k->t[k->n++] = t;
-  return t;
-}
-
-static void keep_free(Keep *k) {
-  while (k->n) uj_tensor_free(k->t[--k->n]);
-}
 
 static int read_lines(const char *path, Line *lines) {
   FILE *f = fopen(path, "r");
@@ -61,14 +48,14 @@ static int read_lines(const char *path, Line *lines) {
   return n;
 }
 
-static uj_tensor *rand_of(uj_session *s, Keep *k, const int64_t *shape, unsigned nd, uint64_t seed) {
+static uj_tensor *rand_of(uj_session *s, Scratch *k, const int64_t *shape, unsigned nd, uint64_t seed) {
   uj_tensor *t = keep(k, uj_tensor_rand(s, shape, nd, seed));
   if (t && uj_tensor_realize(&t, 1) != UJ_OK) return NULL;
   return t;
 }
 
 /* The inputs of line l, made and realized once. */
-static bool make_inputs(uj_session *s, const Line *l, Keep *in) {
+static bool make_inputs(uj_session *s, const Line *l, Scratch *in) {
   const int64_t *n = l->n;
   const char *k = l->kind;
   if (!strcmp(k, "add1") || !strcmp(k, "sum")) return rand_of(s, in, n, 1, 1);
@@ -82,24 +69,13 @@ static bool make_inputs(uj_session *s, const Line *l, Keep *in) {
   return false;
 }
 
-/* (x - mean) / sqrt(var + eps) over the last axis. */
-static uj_tensor *layernorm(Keep *k, uj_tensor *x) {
-  int axis = -1;
-  uj_tensor *mean = keep(k, uj_tensor_reduce(UJ_RED_MEAN, x, &axis, 1, true));
-  uj_tensor *d = keep(k, uj_tensor_binary(UJ_BIN_SUB, x, mean));
-  uj_tensor *var = keep(k, uj_tensor_reduce(UJ_RED_MEAN, keep(k, uj_tensor_binary(UJ_BIN_MUL, d, d)), &axis, 1, true));
-  uj_tensor *den = keep(k, uj_tensor_unary(UJ_UN_SQRT, keep(k, uj_tensor_binary_scalar(UJ_BIN_ADD, var, 1e-5, false))));
-  return keep(k, uj_tensor_binary(UJ_BIN_DIV, d, den));
-}
-
-static uj_tensor *build(const Line *l, Keep *g, uj_tensor *const *in) {
+static uj_tensor *build(const Line *l, Scratch *g, uj_tensor *const *in) {
   const char *k = l->kind;
   if (!strcmp(k, "add1")) return keep(g, uj_tensor_binary_scalar(UJ_BIN_ADD, in[0], 1, false));
-  if (!strcmp(k, "elementwise"))
-    return keep(g, uj_tensor_unary(UJ_UN_RELU, keep(g, uj_tensor_binary(UJ_BIN_ADD, keep(g, uj_tensor_binary(UJ_BIN_MUL, in[0], in[1])), in[2]))));
+  if (!strcmp(k, "elementwise")) return build_elementwise(g, in[0], in[1], in[2]);
   if (!strcmp(k, "sum")) return keep(g, uj_tensor_reduce(UJ_RED_SUM, in[0], NULL, 0, false));
   if (!strcmp(k, "softmax")) return keep(g, uj_tensor_softmax(in[0], -1));
-  if (!strcmp(k, "layernorm")) return layernorm(g, in[0]);
+  if (!strcmp(k, "layernorm")) return build_layernorm(g, in[0]);
   if (!strcmp(k, "gemv") || !strcmp(k, "matmul")) return keep(g, uj_tensor_matmul(in[0], in[1]));
   if (!strcmp(k, "conv2d")) return keep(g, uj_tensor_conv2d(in[0], in[1], NULL, NULL, (int64_t[]){1, 1}, NULL, 1));
   return NULL;
@@ -127,19 +103,19 @@ static int cmp_double(const void *a, const void *b) {
 
 /* One realize of line l's graph, built anew: wall and kernel ms. */
 static bool run_once(uj_session *s, const Line *l, uj_tensor *const *in, double *wall, double *kernel) {
-  Keep g = {0};
+  Scratch g = {0};
   uj_tensor *y = build(l, &g, in);
   s->device->kernel_ms = 0;
   double t0 = bench_now_ms();
   bool ok = y && uj_tensor_realize(&y, 1) == UJ_OK;
   *wall = bench_now_ms() - t0, *kernel = s->device->kernel_ms;
-  keep_free(&g);
+  scratch_free(&g);
   uj_tensor_realize((uj_tensor **)&in[0], 1); /* the session forgets y: the next run computes it again */
   return ok;
 }
 
 static void bench_line(uj_session *s, Line *l, int runs) {
-  Keep in = {0};
+  Scratch in = {0};
   const char *unit;
   double work = work_of(l, &unit), first = 0, k0, *wall = calloc((size_t)runs, sizeof *wall), *kern = calloc((size_t)runs, sizeof *kern);
   bool ok = make_inputs(s, l, &in) && run_once(s, l, in.t, &first, &k0);
@@ -154,7 +130,7 @@ static void bench_line(uj_session *s, Line *l, int runs) {
   }
   fflush(stdout);
   free(wall), free(kern);
-  keep_free(&in);
+  scratch_free(&in);
 }
 
 int main(int argc, char **argv) {

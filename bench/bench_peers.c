@@ -51,6 +51,7 @@
 #include <cblas.h>
 #endif
 
+#include "bench_graphs.h"
 #include "bench_peers.h"
 #include "bench_util.h"
 #include "uopjit/tensor.h"
@@ -59,7 +60,6 @@ enum {
   MAX_INPUTS = 4,
   MAX_ROUNDS = 20,
   MIN_ROUNDS = 3,
-  MAX_SCRATCH = 32,
   LINE_MAX_LEN = 512,
 };
 
@@ -195,46 +195,11 @@ static Goal bench_goal(const BenchDef *b, int threads) {
 
 /* ---- the uopjit graphs ---- */
 
-/* Every tensor a graph makes, freed after the run. */
-typedef struct Scratch {
-  uj_tensor *t[MAX_SCRATCH];
-  unsigned n;
-} Scratch;
-
-static uj_tensor *keep(Scratch *sc, uj_tensor *t) {
-  if (t && sc->n < MAX_SCRATCH) sc->t[sc->n++] = t;
-  return t;
-}
-
-static void scratch_free(Scratch *sc) {
-  for (unsigned i = 0; i < sc->n; i++) uj_tensor_free(sc->t[i]);
-  sc->n = 0;
-}
-
-/* (x - mean) / sqrt(var + eps) over the last axis. */
-static uj_tensor *build_layernorm(Scratch *sc, uj_tensor *x) {
-  int axis = -1;
-  uj_tensor *mean = keep(sc, uj_tensor_reduce(UJ_RED_MEAN, x, &axis, 1, true));
-  uj_tensor *d = keep(sc, uj_tensor_binary(UJ_BIN_SUB, x, mean));
-  uj_tensor *var = keep(sc, uj_tensor_reduce(UJ_RED_MEAN, keep(sc, uj_tensor_binary(UJ_BIN_MUL, d, d)), &axis, 1, true));
-  uj_tensor *den = keep(sc, uj_tensor_unary(UJ_UN_SQRT, keep(sc, uj_tensor_binary_scalar(UJ_BIN_ADD, var, 1e-5, false))));
-  return keep(sc, uj_tensor_binary(UJ_BIN_DIV, d, den));
-}
-
-/* softmax(q @ k^T / sqrt(d)) @ v. */
-static uj_tensor *build_attention(Scratch *sc, uj_tensor *q, uj_tensor *k, uj_tensor *v, int64_t d) {
-  uj_tensor *s = keep(sc, uj_tensor_matmul(q, keep(sc, uj_tensor_transpose(k, -2, -1))));
-  uj_tensor *scaled = keep(sc, uj_tensor_binary_scalar(UJ_BIN_MUL, s, 1.0 / sqrt((double)d), false));
-  return keep(sc, uj_tensor_matmul(keep(sc, uj_tensor_softmax(scaled, -1)), v));
-}
-
 /* The output of b over inputs in; NULL with the session's message. */
 static uj_tensor *build_graph(Scratch *sc, const BenchDef *b, uj_tensor *const *in) {
   switch (b->kind) {
   case KIND_MATMUL: case KIND_GEMV: return keep(sc, uj_tensor_matmul(in[0], in[1]));
-  case KIND_ELEMENTWISE:
-    return keep(sc, uj_tensor_unary(UJ_UN_RELU, keep(sc, uj_tensor_binary(UJ_BIN_ADD,
-                                                keep(sc, uj_tensor_binary(UJ_BIN_MUL, in[0], in[1])), in[2]))));
+  case KIND_ELEMENTWISE: return build_elementwise(sc, in[0], in[1], in[2]);
   case KIND_SUM: return keep(sc, uj_tensor_reduce(UJ_RED_SUM, in[0], NULL, 0, false));
   case KIND_CONV2D: return keep(sc, uj_tensor_conv2d(in[0], in[1], NULL, NULL, (int64_t[]){1, 1}, NULL, 1));
   case KIND_SOFTMAX: return keep(sc, uj_tensor_softmax(in[0], -1));

@@ -8,12 +8,11 @@
  * packets checked as the packet processor would, and everything given
  * back when the session ends. */
 #define _DEFAULT_SOURCE /* setenv */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "amd/dispatch.h"
-#include "check.h"
+#include "fake_driver.h"
 #include "tensor/tensor_impl.h"
 
 typedef struct FakeStats {
@@ -24,12 +23,6 @@ typedef struct FakeStats {
 
 static const FakeStats *stats;
 
-static const char *open_error(const char *name) {
-  const char *why = NULL;
-  uj_session *s = uj_session_new(name, &why);
-  uj_session_free(s);
-  return s ? NULL : why;
-}
 
 static void test_absent(void) {
   setenv("UJ_HSA_LIBRARY", "/nonexistent/libhsa-runtime64.so.1", 1);
@@ -116,13 +109,9 @@ static void test_arch(const char *arch) {
 
 static void test_fake(void) {
   setenv("UJ_HSA_LIBRARY", UJ_FAKE_HSA, 1);
-  void *lib = dlopen(UJ_FAKE_HSA, RTLD_NOW);
-  CHECK(lib != NULL, "%s: %s", UJ_FAKE_HSA, dlerror());
-  if (!lib) return;
-  const FakeStats *(*get)(void) = NULL;
-  void *sym = dlsym(lib, "fake_hsa_stats");
-  memcpy(&get, &sym, sizeof get);
-  stats = get();
+  void *lib = NULL;
+  stats = fake_stats(UJ_FAKE_HSA, "fake_hsa_stats", &lib);
+  if (!stats) return;
   static const struct {
     const char *mode, *arch, *name, *want;
   } refusals[] = {

@@ -8,11 +8,10 @@
  * everything given back when the session ends. On a GPU the tensor
  * suites run on "CUDA" instead (their `*_cuda` tests). */
 #define _DEFAULT_SOURCE /* setenv */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "fake_driver.h"
 #include "runtime/device.h"
 #include "tensor/tensor_impl.h"
 
@@ -24,13 +23,6 @@ typedef struct FakeStats {
 
 static const FakeStats *stats;
 
-/* The error of opening name, or NULL when it opened. */
-static const char *open_error(const char *name) {
-  const char *why = NULL;
-  uj_session *s = uj_session_new(name, &why);
-  uj_session_free(s);
-  return s ? NULL : why;
-}
 
 static void test_names(void) {
   const char *why = open_error("CUDA:x");
@@ -151,13 +143,9 @@ static void test_refused_ptx(void) {
 
 static void test_fake(void) {
   setenv("UJ_CUDA_LIBRARY", UJ_FAKE_CUDA, 1);
-  void *lib = dlopen(UJ_FAKE_CUDA, RTLD_NOW);
-  CHECK(lib != NULL, "%s: %s", UJ_FAKE_CUDA, dlerror());
-  if (!lib) return;
-  const FakeStats *(*get)(void) = NULL;
-  void *sym = dlsym(lib, "fake_cuda_stats");
-  memcpy(&get, &sym, sizeof get);
-  stats = get();
+  void *lib = NULL;
+  stats = fake_stats(UJ_FAKE_CUDA, "fake_cuda_stats", &lib);
+  if (!stats) return;
   test_refusals();
   const char *why = NULL;
   setenv("UJ_DEBUG", "1", 1); /* launches timed by events: all destroyed by the end */

@@ -360,7 +360,7 @@ static const char *elementwise_text(int64_t rows, int64_t cols, bool transposed)
 }
 
 /* An elementwise kernel with outputs enough for cores x max_threads x 4
- * shaped for a GPU computes 4 adjacent outputs a thread (widen.c), bit
+ * (a GPU of 2 SMs here) shaped for it computes 4 adjacent outputs a thread (widen.c), bit
  * for bit, and its PTX moves them 16 bytes at a time; not when an access
  * steps by more than one along the columns, the columns are not a
  * multiple of 4, or the outputs are few. */
@@ -368,11 +368,13 @@ static void check_widen(Ctx *ctx) {
   static const struct {
     int64_t rows, cols;
     bool transposed, widened;
-  } cases[] = {{264, 4096, false, true}, {264, 4096, true, false}, {264, 4098, false, false}, {8, 4096, false, false}};
+  } cases[] = {{8, 1024, false, true}, {8, 1024, true, false}, {8, 1026, false, false}, {2, 1024, false, false}};
+  TargetDesc two = *target_desc_find("sm_90"); /* 2 SMs: widened from 2 x 1024 x 4 outputs, so the evaluator's runs stay small */
+  two.cores = 2;
   DType f = dt_scalar(UJ_FLOAT32);
   for (int i = 0; i < 4; i++) {
     const UOp *k = uj_parse(ctx, elementwise_text(cases[i].rows, cases[i].cols, cases[i].transposed), "elementwise");
-    const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
+    const UOp *up = k ? opt_kernel(ctx, k, &(OptTarget){.desc = &two}) : NULL;
     size_t stores = up ? count_op(ctx, up, UJ_OP_STORE, NULL) : 0;
     CHECK(up && stores == (cases[i].widened ? 4u : 1u), "case %d: %zu stores a thread, want %d: %s", i, stores,
           cases[i].widened ? 4 : 1, up ? "" : uj_error(ctx));
@@ -387,10 +389,10 @@ static void check_widen(Ctx *ctx) {
     CHECK(ptx && v4 == cases[i].widened, "case %d: 16-byte loads and stores %s", i, cases[i].widened ? "expected" : "not expected");
     free(ptx);
   }
-  const UOp *k = uj_parse(ctx, elementwise_text(8, 4096, false), "elementwise");
-  const UOp *on = k ? opt_apply(ctx, k, &(OptTarget){.desc = target_desc_find("sm_90")}, &(OptConfig){.widen = OPT_ON}) : NULL;
-  const UOp *big = uj_parse(ctx, elementwise_text(264, 4096, false), "elementwise");
-  const UOp *off = big ? opt_apply(ctx, big, &(OptTarget){.desc = target_desc_find("sm_90")}, &(OptConfig){.widen = OPT_OFF}) : NULL;
+  const UOp *k = uj_parse(ctx, elementwise_text(2, 1024, false), "elementwise");
+  const UOp *on = k ? opt_apply(ctx, k, &(OptTarget){.desc = &two}, &(OptConfig){.widen = OPT_ON}) : NULL;
+  const UOp *big = uj_parse(ctx, elementwise_text(8, 1024, false), "elementwise");
+  const UOp *off = big ? opt_apply(ctx, big, &(OptTarget){.desc = &two}, &(OptConfig){.widen = OPT_OFF}) : NULL;
   CHECK(on && count_op(ctx, on, UJ_OP_STORE, NULL) == 4 && off && count_op(ctx, off, UJ_OP_STORE, NULL) == 1,
         "widen forced on (few outputs: 4 a thread) and off (many: 1)");
 }

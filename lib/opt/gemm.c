@@ -42,7 +42,8 @@
 
 enum { BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, TY = BM / TM, TX = BN / TN, THREADS = TY * TX };
 _Static_assert(THREADS == 256 && BM * BK % THREADS == 0 && BK * BN % THREADS == 0 && BN % TX == 0, "tile shapes");
-enum { FILL = BM * BK / THREADS, ROWS_A_STEP = THREADS / BK, ROWS_B_STEP = THREADS / BN };
+enum { FILL = BM * BK / THREADS }; /* elements of each operand's tile a thread copies */
+_Static_assert(BK * BN / THREADS == FILL, "as many of b's as of a's");
 enum { MAX_AXES = 8 };
 
 /* Ranges flattened into one index, outermost first. */
@@ -196,32 +197,23 @@ static bool find_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, Gemm *g)
 
 /* ---- the tiled kernel ---- */
 
-/* The copies of one k tile: each thread's FILL elements of a's BM x BK
- * tile (row ROWS_A_STEP*f + thread / BK, column thread % BK) and of b's
- * BK x BN tile (row ROWS_B_STEP*f + thread / BN, column thread % BN), each
- * gated past the bounds; into tile[], returning how many. */
-static size_t copies(Gemm *g, const UOp *const *blk, const UOp *thread, const UOp *kt, const UOp *as, const UOp *bs,
-                     const UOp **tile) {
+/* Element f of a thread's share of an operand's tile in local memory
+ * mem: a's BM x BK tile (row THREADS/BK·f + thread / BK, column thread %
+ * BK: adjacent threads on adjacent k) or b's BK x BN tile (row
+ * THREADS/BN·f + thread / BN, column thread % BN: adjacent columns),
+ * the load gated past the bounds. */
+static const UOp *copy_one(Gemm *g, bool is_a, int f, const UOp *blk, const UOp *thread, const UOp *kt, const UOp *mem) {
   Ctx *ctx = g->ctx;
-  size_t n = 0;
-  for (int f = 0; f < FILL; f++) {
-    const UOp *from[2 * MAX_AXES], *to[2 * MAX_AXES];
-    size_t nf = 0;
-    const UOp *ra = bin(ctx, UJ_OP_ADD, cint(g, ROWS_A_STEP * f), bin(ctx, UJ_OP_IDIV, thread, cint(g, BK)));
-    const UOp *ca = bin(ctx, UJ_OP_MOD, thread, cint(g, BK));
-    const UOp *row = affine(g, blk[0], BM, ra), *ka = affine(g, kt, BK, ca);
-    decompose(g, &g->rows, row, from, to, &nf), decompose(g, &g->ks, ka, from, to, &nf);
-    const UOp *va = both(g, below(g, row, g->rows.total, BM), below(g, ka, g->ks.total, BK));
-    tile[n++] = store_of(ctx, at(ctx, as, affine(g, ra, BK, ca)), gate_access(g, subst(g, g->a, from, to, nf), va));
-    nf = 0;
-    const UOp *rb = bin(ctx, UJ_OP_ADD, cint(g, ROWS_B_STEP * f), bin(ctx, UJ_OP_IDIV, thread, cint(g, BN)));
-    const UOp *cb = bin(ctx, UJ_OP_MOD, thread, cint(g, BN));
-    const UOp *col = affine(g, blk[1], BN, cb), *kb = affine(g, kt, BK, rb);
-    decompose(g, &g->cols, col, from, to, &nf), decompose(g, &g->ks, kb, from, to, &nf);
-    const UOp *vb = both(g, below(g, col, g->cols.total, BN), below(g, kb, g->ks.total, BK));
-    tile[n++] = store_of(ctx, at(ctx, bs, affine(g, rb, BN, cb)), gate_access(g, subst(g, g->b, from, to, nf), vb));
-  }
-  return n;
+  int64_t width = is_a ? BK : BN, block = is_a ? BM : BN;
+  const UOp *r = bin(ctx, UJ_OP_ADD, cint(g, THREADS / width * f), bin(ctx, UJ_OP_IDIV, thread, cint(g, width)));
+  const UOp *c = bin(ctx, UJ_OP_MOD, thread, cint(g, width));
+  const UOp *outer = affine(g, blk, block, is_a ? r : c), *k = affine(g, kt, BK, is_a ? c : r);
+  const Axes *axes = is_a ? &g->rows : &g->cols;
+  const UOp *from[2 * MAX_AXES], *to[2 * MAX_AXES];
+  size_t nf = 0;
+  decompose(g, axes, outer, from, to, &nf), decompose(g, &g->ks, k, from, to, &nf);
+  const UOp *valid = both(g, below(g, outer, axes->total, block), below(g, k, g->ks.total, BK));
+  return store_of(ctx, at(ctx, mem, affine(g, r, width, c)), gate_access(g, subst(g, is_a ? g->a : g->b, from, to, nf), valid));
 }
 
 /* One step kk of a k tile: every accumulator (r, c) takes the product of
@@ -285,7 +277,8 @@ const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch 
   const UOp *zero = uop_const_word(ctx, g.reduce->dtype, alu_identity(UJ_OP_ADD, (uj_scalar)g.reduce->dtype.scalar));
   for (int q = 0; q < TM * TN; q++) body[nb++] = store_of(ctx, at(ctx, acc, cint(&g, q)), zero);
   tile[nt++] = kt;
-  nt += copies(&g, blk, thread, kt, as, bs, tile + nt);
+  for (int f = 0; f < FILL; f++)
+    tile[nt++] = copy_one(&g, true, f, blk[0], thread, kt, as), tile[nt++] = copy_one(&g, false, f, blk[1], thread, kt, bs);
   tile[nt++] = barrier;
   tile[nt++] = step_end(&g, thr, kt, kk, as, bs, acc);
   tile[nt++] = barrier;
