@@ -76,8 +76,8 @@ static void check_shaping(Ctx *ctx, const char *name, const char *text, const ch
     CHECK(up != NULL, "%s for %s: %s", name, gpus[g], uj_error(ctx));
     if (!up) continue;
     int64_t local = largest_alloc(ctx, up, "local"), reg = largest_alloc(ctx, up, "reg");
-    CHECK(local <= (int64_t)t->shared_bytes && reg <= 64, "%s for %s: %lld bytes of local ALLOC, %lld of reg", name,
-          gpus[g], (long long)local, (long long)reg); /* reg: a GEMM thread's 4 x 4 accumulators at most */
+    CHECK(local <= (int64_t)t->shared_bytes && reg <= 256, "%s for %s: %lld bytes of local ALLOC, %lld of reg", name,
+          gpus[g], (long long)local, (long long)reg); /* reg: a GEMM thread's 8 x 8 accumulators at most */
     size_t len = 0;
     char *code = uj_emit(ctx, up, g ? UJ_EMIT_AMDGCN : UJ_EMIT_PTX, gpus[g], &len);
     CHECK(code && len > 0, "%s shaped for %s emits: %s", name, gpus[g], code ? "" : uj_error(ctx));
@@ -336,6 +336,17 @@ static void check_gemm(Ctx *ctx) {
     const UOp *off = k ? opt_apply(ctx, k, &(OptTarget){.desc = target_desc_find("sm_90")}, &(OptConfig){.gemm = OPT_OFF}) : NULL;
     CHECK(off && largest_alloc(ctx, off, "reg") < 0, "gemm %d forced off: not tiled", v);
   }
+  /* where its blocks cover the SMs (2 here), the large tiles: 128 x 128 a block, 8 x 8 a thread, k tiles of 8 */
+  TargetDesc two = *target_desc_find("sm_90");
+  two.cores = 2;
+  const UOp *big = uj_parse(ctx, matmul_text(256, 40, 200), "gemm 256 x 40 x 200");
+  const UOp *large = big ? opt_kernel(ctx, big, &(OptTarget){.desc = &two}) : NULL;
+  CHECK(large && largest_alloc(ctx, large, "local") == 128 * 8 * 4 && largest_alloc(ctx, large, "reg") == 64 * 4,
+        "large tiles: %lld bytes local, %lld reg", (long long)largest_alloc(ctx, large, "local"),
+        (long long)largest_alloc(ctx, large, "reg"));
+  JitBuffers lb = {3, {f, f, f}, {256 * 200, 256 * 40, 40 * 200}, {fill(f, 256 * 200, 0), fill_rounding(f, 256 * 40, 1), fill_rounding(f, 40 * 200, 2)}};
+  if (large) check_eval_of(ctx, big, large, &lb, false, "large tiles");
+  else for (int s = 0; s < lb.n; s++) free(lb.init[s]);
   const UOp *small = uj_parse(ctx, matmul_text(16, 48, 40), "gemm 16 x 40");
   const UOp *up = small ? opt_kernel(ctx, small, &(OptTarget){.desc = target_desc_find("sm_90")}) : NULL;
   CHECK(up && largest_alloc(ctx, up, "reg") < 0, "16 x 40 outputs: less than a tile, not tiled");

@@ -16,14 +16,15 @@
  * Rows, columns, k and batches are each flattened, outermost first, into
  * one index (i = ((r0·b1 + r1)·b2 + r2)...): an M x N GEMM over K in
  * batches, with constant bounds. Out: a workgroup of 16 x 16 threads a
- * BM x BN = 64 x 64 block of outputs, each thread a 4 x 4 register block
- * (a `reg` ALLOC of 16 accumulators). Per k tile of BK = 16 the threads
- * copy the block's 64 x 16 tile of a and 16 x 64 tile of b to `local`
- * memory (four elements each per operand, adjacent threads on adjacent
- * k of a's rows and adjacent columns of b: coalesced where the operands
- * are contiguous there), wait at a BARRIER, run the tile's 16 steps
- * (each thread: 4 loads of a, 4 of b, 16 multiply-adds), and wait again
- * before the next copy. Each output is still reduced in k order (the
+ * BM x BN block of outputs, each thread a TM x TN register block (a
+ * `reg` ALLOC of accumulators): 128 x 128 and 8 x 8 where such blocks
+ * cover the SMs, else 64 x 64 and 4 x 4 (Tiles, below). Per k tile of BK
+ * (8, 16) the threads copy the block's BM x BK tile of a and BK x BN tile
+ * of b to `local` memory (four elements each per operand, adjacent
+ * threads on adjacent k of a's rows and adjacent columns of b: coalesced
+ * where the operands are contiguous there), wait at a BARRIER, run the
+ * tile's BK steps (each thread: TM loads of a, TN of b, TM x TN
+ * multiply-adds), and wait again before the next copy. Each output is still reduced in k order (the
  * REDUCE's loops, outermost first) from the identity, one step at a time
  * (MULACC: fused as the REDUCE's; ADD of a product: rounded twice as the
  * REDUCE's), so the words are the serial kernel's. The epilogue g (a
@@ -40,10 +41,18 @@
 #include "opt/opt.h"
 #include "uop/alu.h"
 
-enum { BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, TY = BM / TM, TX = BN / TN, THREADS = TY * TX };
-_Static_assert(THREADS == 256 && BM * BK % THREADS == 0 && BK * BN % THREADS == 0 && BN % TX == 0, "tile shapes");
-enum { FILL = BM * BK / THREADS }; /* elements of each operand's tile a thread copies */
-_Static_assert(BK * BN / THREADS == FILL, "as many of b's as of a's");
+/* The tiles: a block of BM x BN outputs, k tiles of BK, a thread TM x TN
+ * outputs; THREADS threads (TY x TX) each copy FILL elements of each
+ * operand's tile. The large tiles (CUTLASS's SIMT shape) do 64
+ * multiply-adds a thread for 8 + 8 shared loads a step, the small ones
+ * 16 for 4 + 4: large where their blocks still cover the GPU's SMs. */
+typedef struct Tiles {
+  int bm, bn, bk, tm, tn;
+} Tiles;
+enum { THREADS = 256, FILL = 4, MAX_TM = 8, MAX_TN = 8, MAX_FILL = 4 };
+static const Tiles small_tiles = {64, 64, 16, 4, 4}, large_tiles = {128, 128, 8, 8, 8};
+_Static_assert(64 / 4 * (64 / 4) == THREADS && 64 * 16 == FILL * THREADS, "the small tiles");
+_Static_assert(128 / 8 * (128 / 8) == THREADS && 128 * 8 == FILL * THREADS, "the large tiles");
 enum { MAX_AXES = 8 };
 
 /* Ranges flattened into one index, outermost first. */
@@ -56,6 +65,7 @@ typedef struct Axes {
 
 typedef struct Gemm {
   Ctx *ctx;
+  Tiles t;
   DType it;                          /* the index type */
   Axes batch, rows, cols, ks;
   const UOp *store, *reduce, *a, *b; /* a reads the rows, b the columns */
@@ -184,11 +194,15 @@ static bool find_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, Gemm *g)
   }
   int64_t m = g->rows.total, nn = g->cols.total, k = g->ks.total, z = g->batch.n ? g->batch.total : 1;
   int64_t limit = dt_bits(g->it) >= 64 ? INT64_MAX / 2 : INT32_MAX / 2, outputs;
-  if (!g->rows.n || !g->cols.n || k < BK || __builtin_mul_overflow(m, nn, &outputs) || outputs < BM * BN ||
-      __builtin_mul_overflow(outputs, z, &outputs) || outputs > limit || m + BM > limit || nn + BN > limit ||
-      k + BK > limit)
+  /* the large tiles where their blocks cover the SMs, else the small ones */
+  int64_t large = ((m + 127) / 128) * ((nn + 127) / 128) * z;
+  g->t = m >= 128 && nn >= 128 && large >= (int64_t)t->cores ? large_tiles : small_tiles;
+  int64_t bm = g->t.bm, bn = g->t.bn, bk = g->t.bk;
+  if (!g->rows.n || !g->cols.n || k < bk || __builtin_mul_overflow(m, nn, &outputs) || outputs < 64 * 64 ||
+      __builtin_mul_overflow(outputs, z, &outputs) || outputs > limit || m + bm > limit || nn + bn > limit ||
+      k + bk > limit)
     return false;
-  if ((m + BM - 1) / BM > t->max_grid[1] || (nn + BN - 1) / BN > t->max_grid[0] || z > t->max_grid[2]) return false;
+  if ((m + bm - 1) / bm > t->max_grid[1] || (nn + bn - 1) / bn > t->max_grid[0] || z > t->max_grid[2]) return false;
   /* the output's index reads the nest only: no other loop */
   for (size_t s = 0; s < g->ks.n; s++)
     if (opt_depends(ctx, g->store->src[0], g->ks.r[s])) return false;
@@ -204,15 +218,15 @@ static bool find_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, Gemm *g)
  * the load gated past the bounds. */
 static const UOp *copy_one(Gemm *g, bool is_a, int f, const UOp *blk, const UOp *thread, const UOp *kt, const UOp *mem) {
   Ctx *ctx = g->ctx;
-  int64_t width = is_a ? BK : BN, block = is_a ? BM : BN;
+  int64_t width = is_a ? g->t.bk : g->t.bn, block = is_a ? g->t.bm : g->t.bn, bk = g->t.bk;
   const UOp *r = bin(ctx, UJ_OP_ADD, cint(g, THREADS / width * f), bin(ctx, UJ_OP_IDIV, thread, cint(g, width)));
   const UOp *c = bin(ctx, UJ_OP_MOD, thread, cint(g, width));
-  const UOp *outer = affine(g, blk, block, is_a ? r : c), *k = affine(g, kt, BK, is_a ? c : r);
+  const UOp *outer = affine(g, blk, block, is_a ? r : c), *k = affine(g, kt, bk, is_a ? c : r);
   const Axes *axes = is_a ? &g->rows : &g->cols;
   const UOp *from[2 * MAX_AXES], *to[2 * MAX_AXES];
   size_t nf = 0;
   decompose(g, axes, outer, from, to, &nf), decompose(g, &g->ks, k, from, to, &nf);
-  const UOp *valid = both(g, below(g, outer, axes->total, block), below(g, k, g->ks.total, BK));
+  const UOp *valid = both(g, below(g, outer, axes->total, block), below(g, k, g->ks.total, bk));
   return store_of(ctx, at(ctx, mem, affine(g, r, width, c)), gate_access(g, subst(g, is_a ? g->a : g->b, from, to, nf), valid));
 }
 
@@ -224,14 +238,15 @@ static const UOp *step_end(Gemm *g, const UOp *const *thr, const UOp *kt, const 
   Ctx *ctx = g->ctx;
   Op op = opt_reduce_op(g->reduce);
   bool a_first = g->reduce->src[0]->src[0] == g->a;
-  const UOp *inside = below(g, affine(g, kt, BK, kk), g->ks.total, BK), *step[TM * TN + 1];
+  int bk = g->t.bk, bn = g->t.bn, tm = g->t.tm, tn = g->t.tn;
+  const UOp *inside = below(g, affine(g, kt, bk, kk), g->ks.total, bk), *step[MAX_TM * MAX_TN + 1];
   size_t n = 0;
   step[n++] = kk;
-  for (int r = 0; r < TM; r++)
-    for (int c = 0; c < TN; c++) {
-      const UOp *x = load(ctx, at(ctx, as, affine(g, affine(g, thr[0], TM, cint(g, r)), BK, kk)));
-      const UOp *y = load(ctx, at(ctx, bs, affine(g, kk, BN, affine(g, thr[1], TN, cint(g, c)))));
-      const UOp *p = a_first ? x : y, *q = a_first ? y : x, *slot = at(ctx, acc, cint(g, r * TN + c)), *old = load(ctx, slot);
+  for (int r = 0; r < tm; r++)
+    for (int c = 0; c < tn; c++) {
+      const UOp *x = load(ctx, at(ctx, as, affine(g, affine(g, thr[0], tm, cint(g, r)), bk, kk)));
+      const UOp *y = load(ctx, at(ctx, bs, affine(g, kk, bn, affine(g, thr[1], tn, cint(g, c)))));
+      const UOp *p = a_first ? x : y, *q = a_first ? y : x, *slot = at(ctx, acc, cint(g, r * tn + c)), *old = load(ctx, slot);
       const UOp *next = op == UJ_OP_MULACC && p && q && old ? uop_ternary(ctx, UJ_OP_MULACC, p, q, old)
                                                             : bin(ctx, UJ_OP_ADD, old, bin(ctx, UJ_OP_MUL, p, q));
       if (inside) next = next && old ? uop_ternary(ctx, UJ_OP_WHERE, inside, next, old) : NULL;
@@ -244,46 +259,48 @@ static const UOp *step_end(Gemm *g, const UOp *const *thr, const UOp *kt, const 
  * bounds; into body[], returning how many. */
 static size_t outputs(Gemm *g, const UOp *const *blk, const UOp *const *thr, const UOp *acc, const UOp **body) {
   size_t n = 0;
-  for (int r = 0; r < TM; r++)
-    for (int c = 0; c < TN; c++) {
+  int bm = g->t.bm, bn = g->t.bn, tm = g->t.tm, tn = g->t.tn;
+  for (int r = 0; r < tm; r++)
+    for (int c = 0; c < tn; c++) {
       const UOp *from[2 * MAX_AXES + 1], *to[2 * MAX_AXES + 1];
       size_t nf = 0;
-      const UOp *row = affine(g, blk[0], BM, affine(g, thr[0], TM, cint(g, r)));
-      const UOp *col = affine(g, blk[1], BN, affine(g, thr[1], TN, cint(g, c)));
+      const UOp *row = affine(g, blk[0], bm, affine(g, thr[0], tm, cint(g, r)));
+      const UOp *col = affine(g, blk[1], bn, affine(g, thr[1], tn, cint(g, c)));
       decompose(g, &g->rows, row, from, to, &nf), decompose(g, &g->cols, col, from, to, &nf);
-      from[nf] = g->reduce, to[nf++] = load(g->ctx, at(g->ctx, acc, cint(g, r * TN + c)));
+      from[nf] = g->reduce, to[nf++] = load(g->ctx, at(g->ctx, acc, cint(g, r * tn + c)));
       const UOp *out = subst(g, g->store, from, to, nf);
-      body[n++] = gate_access(g, out, both(g, below(g, row, g->rows.total, BM), below(g, col, g->cols.total, BN)));
+      body[n++] = gate_access(g, out, both(g, below(g, row, g->rows.total, bm), below(g, col, g->cols.total, bn)));
     }
   return n;
 }
 
 const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch use) {
-  Gemm g;
-  if (use == OPT_OFF || t->kind != TARGET_DESC_GPU || t->max_threads < THREADS ||
-      (size_t)(BM * BK + BK * BN) * 4 > t->shared_bytes || !find_gemm(ctx, kernel, t, &g))
+  Gemm gemm, *g = &gemm;
+  if (use == OPT_OFF || t->kind != TARGET_DESC_GPU || t->max_threads < THREADS || !find_gemm(ctx, kernel, t, g) ||
+      (size_t)(g->t.bm * g->t.bk + g->t.bk * g->t.bn) * 4 > t->shared_bytes)
     return kernel;
-  g.axis = opt_next_axis(ctx, kernel), g.alloc = opt_next_alloc_id(ctx, kernel);
-  const UOp *batch = g.batch.n ? range(&g, "global", g.batch.total) : NULL;
-  const UOp *blk[2] = {range(&g, "global", (g.rows.total + BM - 1) / BM), range(&g, "global", (g.cols.total + BN - 1) / BN)};
-  const UOp *thr[2] = {range(&g, "local", TY), range(&g, "local", TX)};
-  const UOp *kt = range(&g, "loop", (g.ks.total + BK - 1) / BK), *kk = range(&g, "loop", BK);
-  const UOp *as = alloc(&g, UJ_AS_LOCAL, BM * BK), *bs = alloc(&g, UJ_AS_LOCAL, BK * BN), *acc = alloc(&g, UJ_AS_REG, TM * TN);
+  int bm = g->t.bm, bn = g->t.bn, bk = g->t.bk, tm = g->t.tm, tn = g->t.tn;
+  g->axis = opt_next_axis(ctx, kernel), g->alloc = opt_next_alloc_id(ctx, kernel);
+  const UOp *batch = g->batch.n ? range(g, "global", g->batch.total) : NULL;
+  const UOp *blk[2] = {range(g, "global", (g->rows.total + bm - 1) / bm), range(g, "global", (g->cols.total + bn - 1) / bn)};
+  const UOp *thr[2] = {range(g, "local", bm / tm), range(g, "local", bn / tn)};
+  const UOp *kt = range(g, "loop", (g->ks.total + bk - 1) / bk), *kk = range(g, "loop", bk);
+  const UOp *as = alloc(g, UJ_AS_LOCAL, bm * bk), *bs = alloc(g, UJ_AS_LOCAL, bk * bn), *acc = alloc(g, UJ_AS_REG, tm * tn);
   const UOp *barrier = void_node(ctx, UJ_OP_BARRIER, NULL, 0);
-  const UOp *thread = affine(&g, thr[0], TX, thr[1]); /* 0 .. 255 */
-  const UOp *body[1 + TM * TN + 1 + TM * TN], *tile[1 + 2 * FILL + 3];
+  const UOp *thread = affine(g, thr[0], bn / tn, thr[1]); /* 0 .. 255 */
+  const UOp *body[1 + MAX_TM * MAX_TN + 1 + MAX_TM * MAX_TN], *tile[1 + 2 * MAX_FILL + 3];
   size_t nb = 0, nt = 0;
   body[nb++] = thr[1];
-  const UOp *zero = uop_const_word(ctx, g.reduce->dtype, alu_identity(UJ_OP_ADD, (uj_scalar)g.reduce->dtype.scalar));
-  for (int q = 0; q < TM * TN; q++) body[nb++] = store_of(ctx, at(ctx, acc, cint(&g, q)), zero);
+  const UOp *zero = uop_const_word(ctx, g->reduce->dtype, alu_identity(UJ_OP_ADD, (uj_scalar)g->reduce->dtype.scalar));
+  for (int q = 0; q < tm * tn; q++) body[nb++] = store_of(ctx, at(ctx, acc, cint(g, q)), zero);
   tile[nt++] = kt;
   for (int f = 0; f < FILL; f++)
-    tile[nt++] = copy_one(&g, true, f, blk[0], thread, kt, as), tile[nt++] = copy_one(&g, false, f, blk[1], thread, kt, bs);
+    tile[nt++] = copy_one(g, true, f, blk[0], thread, kt, as), tile[nt++] = copy_one(g, false, f, blk[1], thread, kt, bs);
   tile[nt++] = barrier;
-  tile[nt++] = step_end(&g, thr, kt, kk, as, bs, acc);
+  tile[nt++] = step_end(g, thr, kt, kk, as, bs, acc);
   tile[nt++] = barrier;
   body[nb++] = void_node(ctx, UJ_OP_END, tile, nt);
-  nb += outputs(&g, blk, thr, acc, body + nb);
+  nb += outputs(g, blk, thr, acc, body + nb);
   const UOp *e = void_node(ctx, UJ_OP_END, body, nb);
   e = void_node(ctx, UJ_OP_END, (const UOp *[]){thr[0], e}, 2);
   e = void_node(ctx, UJ_OP_END, (const UOp *[]){blk[1], e}, 2);
@@ -291,8 +308,8 @@ const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch 
   if (batch && e) { /* the batches, flattened into the grid's third dimension */
     const UOp *from[MAX_AXES], *to[MAX_AXES];
     size_t nf = 0;
-    decompose(&g, &g.batch, batch, from, to, &nf);
-    e = void_node(ctx, UJ_OP_END, (const UOp *[]){batch, subst(&g, e, from, to, nf)}, 2);
+    decompose(g, &g->batch, batch, from, to, &nf);
+    e = void_node(ctx, UJ_OP_END, (const UOp *[]){batch, subst(g, e, from, to, nf)}, 2);
   }
   return e ? uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), &e, 1, arg_none()) : NULL;
 }
