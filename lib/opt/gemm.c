@@ -19,8 +19,8 @@
  * BM x BN block of outputs, each thread a TM x TN register block (a
  * `reg` ALLOC of accumulators): 128 x 128 and 8 x 8 where such blocks
  * cover the SMs, else 64 x 64 and 4 x 4 (Tiles, below). Per k tile of BK
- * (8, 16) the threads copy the block's BM x BK tile of a and BK x BN tile
- * of b to `local` memory (four elements each per operand, adjacent
+ * (8, 16) the threads copy the block's BM x BK tile of a (stored k-major)
+ * and BK x BN tile of b to `local` memory (four elements each per operand, adjacent
  * threads on adjacent k of a's rows and adjacent columns of b: coalesced
  * where the operands are contiguous there), wait at a BARRIER, run the
  * tile's BK steps (each thread: TM loads of a, TN of b, TM x TN
@@ -44,12 +44,16 @@
 /* The tiles: a block of BM x BN outputs, k tiles of BK, a thread TM x TN
  * outputs; THREADS threads (TY x TX) each copy FILL elements of each
  * operand's tile. The large tiles (CUTLASS's SIMT shape) do 64
- * multiply-adds a thread for 8 + 8 shared loads a step, the small ones
- * 16 for 4 + 4: large where their blocks still cover the GPU's SMs. */
+ * multiply-adds a thread for 2 + 2 vector shared loads a step, the small
+ * ones 16 for 1 + 1: large where their blocks still cover the GPU's SMs. */
 typedef struct Tiles {
   int bm, bn, bk, tm, tn;
 } Tiles;
 enum { THREADS = 256, FILL = 4, MAX_TM = 8, MAX_TN = 8, MAX_FILL = 4 };
+/* a's tile is stored k-major, a row of BM + A_PAD: a thread's TM rows of
+ * a step are then adjacent (ld.shared.v4), and the copy's threads, on
+ * adjacent k, write rows 4 banks apart, not into one bank */
+enum { A_PAD = 4 };
 static const Tiles small_tiles = {64, 64, 16, 4, 4}, large_tiles = {128, 128, 8, 8, 8};
 _Static_assert(64 / 4 * (64 / 4) == THREADS && 64 * 16 == FILL * THREADS, "the small tiles");
 _Static_assert(128 / 8 * (128 / 8) == THREADS && 128 * 8 == FILL * THREADS, "the large tiles");
@@ -227,7 +231,8 @@ static const UOp *copy_one(Gemm *g, bool is_a, int f, const UOp *blk, const UOp 
   size_t nf = 0;
   decompose(g, axes, outer, from, to, &nf), decompose(g, &g->ks, k, from, to, &nf);
   const UOp *valid = both(g, below(g, outer, axes->total, block), below(g, k, g->ks.total, bk));
-  return store_of(ctx, at(ctx, mem, affine(g, r, width, c)), gate_access(g, subst(g, is_a ? g->a : g->b, from, to, nf), valid));
+  const UOp *slot = is_a ? affine(g, c, block + A_PAD, r) : affine(g, r, width, c); /* a's tile transposed (k-major) */
+  return store_of(ctx, at(ctx, mem, slot), gate_access(g, subst(g, is_a ? g->a : g->b, from, to, nf), valid));
 }
 
 /* One step kk of a k tile: every accumulator (r, c) takes the product of
@@ -244,7 +249,7 @@ static const UOp *step_end(Gemm *g, const UOp *const *thr, const UOp *kt, const 
   step[n++] = kk;
   for (int r = 0; r < tm; r++)
     for (int c = 0; c < tn; c++) {
-      const UOp *x = load(ctx, at(ctx, as, affine(g, affine(g, thr[0], tm, cint(g, r)), bk, kk)));
+      const UOp *x = load(ctx, at(ctx, as, affine(g, kk, g->t.bm + A_PAD, affine(g, thr[0], tm, cint(g, r)))));
       const UOp *y = load(ctx, at(ctx, bs, affine(g, kk, bn, affine(g, thr[1], tn, cint(g, c)))));
       const UOp *p = a_first ? x : y, *q = a_first ? y : x, *slot = at(ctx, acc, cint(g, r * tn + c)), *old = load(ctx, slot);
       const UOp *next = op == UJ_OP_MULACC && p && q && old ? uop_ternary(ctx, UJ_OP_MULACC, p, q, old)
@@ -277,7 +282,7 @@ static size_t outputs(Gemm *g, const UOp *const *blk, const UOp *const *thr, con
 const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch use) {
   Gemm gemm, *g = &gemm;
   if (use == OPT_OFF || t->kind != TARGET_DESC_GPU || t->max_threads < THREADS || !find_gemm(ctx, kernel, t, g) ||
-      (size_t)(g->t.bm * g->t.bk + g->t.bk * g->t.bn) * 4 > t->shared_bytes)
+      (size_t)((g->t.bm + A_PAD) * g->t.bk + g->t.bk * g->t.bn) * 4 > t->shared_bytes)
     return kernel;
   int bm = g->t.bm, bn = g->t.bn, bk = g->t.bk, tm = g->t.tm, tn = g->t.tn;
   g->axis = opt_next_axis(ctx, kernel), g->alloc = opt_next_alloc_id(ctx, kernel);
@@ -285,7 +290,7 @@ const UOp *opt_gemm(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch 
   const UOp *blk[2] = {range(g, "global", (g->rows.total + bm - 1) / bm), range(g, "global", (g->cols.total + bn - 1) / bn)};
   const UOp *thr[2] = {range(g, "local", bm / tm), range(g, "local", bn / tn)};
   const UOp *kt = range(g, "loop", (g->ks.total + bk - 1) / bk), *kk = range(g, "loop", bk);
-  const UOp *as = alloc(g, UJ_AS_LOCAL, bm * bk), *bs = alloc(g, UJ_AS_LOCAL, bk * bn), *acc = alloc(g, UJ_AS_REG, tm * tn);
+  const UOp *as = alloc(g, UJ_AS_LOCAL, (bm + A_PAD) * bk), *bs = alloc(g, UJ_AS_LOCAL, bk * bn), *acc = alloc(g, UJ_AS_REG, tm * tn);
   const UOp *barrier = void_node(ctx, UJ_OP_BARRIER, NULL, 0);
   const UOp *thread = affine(g, thr[0], bn / tn, thr[1]); /* 0 .. 255 */
   const UOp *body[1 + MAX_TM * MAX_TN + 1 + MAX_TM * MAX_TN], *tile[1 + 2 * MAX_FILL + 3];
