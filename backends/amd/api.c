@@ -7,17 +7,12 @@
 #include <string.h>
 
 #include "amd/api.h"
+#include "runtime/driver.h"
 
 bool hsa_api_open(HsaApi *api, char *why, size_t size) {
   *api = (HsaApi){0};
-  const char *path = getenv("UJ_HSA_LIBRARY");
-  if (!path || !*path) path = "libhsa-runtime64.so.1";
-  api->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!api->library) {
-    const char *e = dlerror();
-    snprintf(why, size, "cannot open the HSA runtime (%s)", e ? e : path);
-    return false;
-  }
+  const char *path;
+  if (!(api->library = driver_open("UJ_HSA_LIBRARY", "libhsa-runtime64.so.1", "HSA runtime", &path, why, size))) return false;
   const char *missing = NULL;
 #define HSA_API_RESOLVE(ret, name, args)                     \
   if (!missing) {                                            \

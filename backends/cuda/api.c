@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda/api.h"
+#include "runtime/driver.h"
 
 typedef CUresult (*GetProcAddress)(const char *symbol, void **fn, int version, uint64_t flags, int *status);
 
@@ -22,14 +23,8 @@ static bool resolve(CudaApi *api, GetProcAddress get, const char *name, void **f
 
 bool cuda_api_open(CudaApi *api, char *why, size_t size) {
   *api = (CudaApi){0};
-  const char *path = getenv("UJ_CUDA_LIBRARY");
-  if (!path || !*path) path = "libcuda.so.1";
-  api->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!api->library) {
-    const char *e = dlerror();
-    snprintf(why, size, "cannot open the driver library (%s)", e ? e : path);
-    return false;
-  }
+  const char *path;
+  if (!(api->library = driver_open("UJ_CUDA_LIBRARY", "libcuda.so.1", "driver library", &path, why, size))) return false;
   GetProcAddress get = NULL;
   void *sym = dlsym(api->library, "cuGetProcAddress_v2");
   memcpy(&get, &sym, sizeof get); /* an object pointer to a function pointer: POSIX guarantees it */
