@@ -5,6 +5,8 @@
 #ifndef UJ_AMD_DEVICE_H
 #define UJ_AMD_DEVICE_H
 
+#include <llvm-c/TargetMachine.h>
+
 #include "amd/dispatch.h"
 #include "llvm/target.h"
 #include "runtime/device.h"
@@ -26,7 +28,8 @@ typedef struct AmdDevice {
   unsigned wavefront, max_workgroup, compute_units;
   size_t memory;
   TargetDesc desc;
-  Target target;
+  Target target;            /* the LLVM target of its arch */
+  LLVMTargetMachineRef tm;  /* made once, at the open */
   void *kernargs;   /* AMD_KERNARG_BYTES from kernarg_pool */
   size_t kernarg_used;
   void *stage;      /* AMD_STAGE_BYTES from host_pool */

@@ -86,6 +86,7 @@ static bool describe(Device *d, AmdDevice *a, char *why, size_t size) {
     snprintf(why, size, "its arch %s is not one uopjit compiles for (%s)", a->arch, uj_error(d->ctx));
     return false;
   }
+  if (!(a->tm = target_machine_new(d->ctx, &a->target))) return snprintf(why, size, "%s", uj_error(d->ctx)), false;
   a->desc = *row;
   a->desc.name = a->arch;
   if (cus) a->desc.cores = cus;
@@ -140,6 +141,7 @@ static void amd_close(Device *d) {
   if (a->have_done) a->api.hsa_signal_destroy(a->done);
   if (a->queue) a->api.hsa_queue_destroy(a->queue);
   if (a->initialized) a->api.hsa_shut_down();
+  if (a->tm) LLVMDisposeTargetMachine(a->tm);
   hsa_api_close(&a->api);
   free(a);
   d->state = NULL;

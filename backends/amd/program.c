@@ -22,19 +22,17 @@
 
 /* The linked code object of kernel, malloc'd; NULL with the error set. */
 static char *kernel_code_object(Device *d, AmdDevice *a, const UOp *kernel, AmdProgram *p, size_t *len) {
-  LLVMTargetMachineRef tm = target_machine_new(d->ctx, &a->target);
-  LLVMContextRef lc = tm ? LLVMContextCreate() : NULL;
-  PipelineRequest req = {.target = &a->target, .tm = tm, .name = p->name, .optimize = true};
-  LLVMModuleRef mod = lc ? pipeline_compile(d->ctx, kernel, lc, &req, &p->sig) : NULL;
+  LLVMContextRef lc = LLVMContextCreate();
+  PipelineRequest req = {.target = &a->target, .tm = a->tm, .name = p->name, .optimize = true};
+  LLVMModuleRef mod = pipeline_compile(d->ctx, kernel, lc, &req, &p->sig);
   char *obj = NULL, *code = NULL;
   size_t n = 0;
-  if (mod && pipeline_emit(d->ctx, mod, tm, LLVMObjectFile, &obj, &n) && !codeobj_link(d->ctx, obj, n, &code, len))
+  if (mod && pipeline_emit(d->ctx, mod, a->tm, LLVMObjectFile, &obj, &n) && !codeobj_link(d->ctx, obj, n, &code, len))
     code = NULL;
   free(obj);
   if (mod) LLVMDisposeModule(mod);
-  else p->sig = (KernelSig){0};
-  if (lc) LLVMContextDispose(lc);
-  if (tm) LLVMDisposeTargetMachine(tm);
+  else p->sig = (KernelSig){0}; /* pipeline_compile freed it */
+  LLVMContextDispose(lc);
   return code;
 }
 
@@ -71,9 +69,10 @@ void *amd_compile(Device *d, const UOp *kernel, const char *name) {
   char *code = kernel_code_object(d, a, kernel, p, &len);
   bool ok = code && load_executable(d, a, p, code, len);
   free(code);
-  if (ok && amd_kernargs(&p->sig, NULL, NULL) > p->kernarg_bytes) {
-    ctx_set_error(d->ctx, "%s: kernel %s: its arguments take %zu bytes, its code object %u", d->name, p->name,
-                  amd_kernargs(&p->sig, NULL, NULL), p->kernarg_bytes);
+  size_t explicit = ok ? amd_kernargs(&p->sig, NULL, NULL) : 0;
+  if (explicit > p->kernarg_bytes) {
+    ctx_set_error(d->ctx, "%s: kernel %s: its arguments take %zu bytes, its code object %u", d->name, p->name, explicit,
+                  p->kernarg_bytes);
     ok = false;
   }
   if (!ok) {
@@ -159,12 +158,7 @@ static unsigned char *kernarg_take(Device *d, AmdDevice *a, size_t n) {
 
 bool amd_launch(Device *d, void *program, const LaunchArgs *la) {
   AmdDevice *a = d->state;
-  const AmdProgram *p = program;
-  if (la->n < p->sig.nparams || la->nvars != p->sig.nvars) {
-    ctx_set_error(d->ctx, "%s: kernel %s takes %zu buffers and %zu variables, not %zu and %zu", d->name, p->name,
-                  p->sig.nparams, p->sig.nvars, la->n, la->nvars);
-    return false;
-  }
+  const AmdProgram *p = program; /* buffers and variables counted by device_launch */
   unsigned char *args = kernarg_take(d, a, p->kernarg_bytes);
   if (!args) return false;
   memset(args, 0, p->kernarg_bytes); /* the hidden arguments: zero */

@@ -12,12 +12,11 @@
 
 typedef CUresult (*GetProcAddress)(const char *symbol, void **fn, int version, uint64_t flags, int *status);
 
-static bool resolve(CudaApi *api, GetProcAddress get, const char *name, void **fn, char *why, size_t size) {
+static bool resolve(GetProcAddress get, const char *name, void **fn, char *why, size_t size) {
   int status = 0;
   CUresult e = get(name, fn, CUDA_API_VERSION, 0, &status);
   if (e == CUDA_OK && *fn) return true;
   snprintf(why, size, "the driver has no %s (cuGetProcAddress: error %d)", name, e);
-  (void)api;
   return false;
 }
 
@@ -35,7 +34,7 @@ bool cuda_api_open(CudaApi *api, char *why, size_t size) {
   }
   bool ok = true;
 #define CUDA_API_RESOLVE(name, args) \
-  ok = ok && resolve(api, get, #name, (void **)&api->name, why, size);
+  ok = ok && resolve(get, #name, (void **)&api->name, why, size);
   CUDA_API_FUNCTIONS(CUDA_API_RESOLVE)
 #undef CUDA_API_RESOLVE
   if (!ok) cuda_api_close(api);

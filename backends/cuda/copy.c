@@ -25,23 +25,24 @@ static bool stage_ready(Device *d, CudaDevice *c) {
   return true;
 }
 
-/* Waits until the DMA that last used pinned buffer k is done. */
+/* Waits until the DMA that last used pinned buffer k is done (an event
+ * never recorded is done). */
 static bool stage_wait(Device *d, CudaDevice *c, int k) {
-  if (!c->stage_busy[k]) return true;
-  c->stage_busy[k] = false;
   return cuda_ok(d, c->api.cuEventSynchronize(c->stage_done[k]), "a copy failed");
 }
 
 static bool stage_issued(Device *d, CudaDevice *c, int k) {
-  c->stage_busy[k] = true;
   return cuda_ok(d, c->api.cuEventRecord(c->stage_done[k], c->stream), "cannot record an event");
 }
+
+/* The bytes of the chunk at off of a copy of bytes. */
+static size_t chunk_bytes(size_t bytes, size_t off) { return bytes - off < CUDA_STAGE_BYTES ? bytes - off : CUDA_STAGE_BYTES; }
 
 void cuda_stage_free(CudaDevice *c) {
   for (int k = 0; k < 2; k++) {
     if (c->stage_done[k]) c->api.cuEventDestroy(c->stage_done[k]);
     if (c->stage[k]) c->api.cuMemFreeHost(c->stage[k]);
-    c->stage[k] = NULL, c->stage_done[k] = NULL, c->stage_busy[k] = false;
+    c->stage[k] = NULL, c->stage_done[k] = NULL;
   }
 }
 
@@ -54,7 +55,7 @@ bool cuda_copy_in(Device *d, void *dst, const void *host, size_t bytes) {
   if (!stage_ready(d, c)) return false;
   for (size_t off = 0, i = 0; off < bytes; off += CUDA_STAGE_BYTES, i++) {
     int k = (int)(i % 2);
-    size_t n = bytes - off < CUDA_STAGE_BYTES ? bytes - off : CUDA_STAGE_BYTES;
+    size_t n = chunk_bytes(bytes, off);
     if (!stage_wait(d, c, k)) return false;
     memcpy(c->stage[k], (const char *)host + off, n);
     if (!cuda_ok(d, c->api.cuMemcpyHtoDAsync(to + off, c->stage[k], n, c->stream), "copy to the device")) return false;
@@ -66,7 +67,7 @@ bool cuda_copy_in(Device *d, void *dst, const void *host, size_t bytes) {
 /* Chunk i of a copy out: issued into pinned buffer i % 2. */
 static bool out_issue(Device *d, CudaDevice *c, CUdeviceptr from, size_t bytes, size_t i) {
   int k = (int)(i % 2);
-  size_t off = i * CUDA_STAGE_BYTES, n = bytes - off < CUDA_STAGE_BYTES ? bytes - off : CUDA_STAGE_BYTES;
+  size_t off = i * CUDA_STAGE_BYTES, n = chunk_bytes(bytes, off);
   return stage_wait(d, c, k) &&
          cuda_ok(d, c->api.cuMemcpyDtoHAsync(c->stage[k], from + off, n, c->stream), "copy from the device") &&
          stage_issued(d, c, k);
@@ -75,7 +76,7 @@ static bool out_issue(Device *d, CudaDevice *c, CUdeviceptr from, size_t bytes, 
 /* Chunk i, arrived in pinned buffer i % 2, to the host's memory. */
 static bool out_finish(Device *d, CudaDevice *c, void *host, size_t bytes, size_t i) {
   int k = (int)(i % 2);
-  size_t off = i * CUDA_STAGE_BYTES, n = bytes - off < CUDA_STAGE_BYTES ? bytes - off : CUDA_STAGE_BYTES;
+  size_t off = i * CUDA_STAGE_BYTES, n = chunk_bytes(bytes, off);
   if (!stage_wait(d, c, k)) return false;
   memcpy((char *)host + off, c->stage[k], n);
   return true;

@@ -35,8 +35,7 @@ typedef struct CudaDevice {
   Target target;      /* the LLVM target: this compute capability's arch */
   LLVMTargetMachineRef tm;
   void *stage[2];      /* pinned, CUDA_STAGE_BYTES each; NULL until a large copy */
-  CUevent stage_done[2];
-  bool stage_busy[2];  /* stage_done[k] recorded and not waited for */
+  CUevent stage_done[2]; /* the last DMA through stage[k] */
   CudaTiming *timings; /* UJ_DEBUG >= 1 */
   size_t ntimings, cap_timings;
 } CudaDevice;

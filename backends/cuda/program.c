@@ -154,12 +154,7 @@ static void launch_params(const CudaProgram *p, const LaunchArgs *a, void **para
 bool cuda_launch(Device *d, void *program, const LaunchArgs *a) {
   CudaDevice *c = d->state;
   const CudaProgram *p = program;
-  size_t n = p->sig.nparams + p->sig.nvars;
-  if (a->n < p->sig.nparams || a->nvars != p->sig.nvars) {
-    ctx_set_error(d->ctx, "%s: kernel %s takes %zu buffers and %zu variables, not %zu and %zu", d->name, p->name,
-                  p->sig.nparams, p->sig.nvars, a->n, a->nvars);
-    return false;
-  }
+  size_t n = p->sig.nparams + p->sig.nvars; /* a->n and a->nvars as many: device_launch checks */
   enum { SMALL = 32 };
   void *small_params[SMALL], **params = n <= SMALL ? small_params : malloc(n * sizeof *params);
   uint64_t small_args[SMALL], *args = n <= SMALL ? small_args : malloc(n * sizeof *args);

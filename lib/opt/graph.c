@@ -256,3 +256,14 @@ int64_t opt_stride_along(Ctx *ctx, const UOp *x, const UOp *r) {
   const UOp *diff = moved ? symbolic_simplify(ctx, uop_binary(ctx, UJ_OP_SUB, moved, x)) : NULL;
   return diff && diff->op == UJ_OP_CONST ? (int64_t)uop_const_value(diff) : 0;
 }
+
+int64_t opt_nest_iterations(const UOp *kernel) {
+  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
+  int64_t n = 1;
+  for (; e && e->op == UJ_OP_END && e->nsrc == 2; e = e->src[1]) {
+    const UOp *b = e->src[0]->src[0];
+    int64_t hi = b->bounded && b->vmax > 0 ? b->vmax : 1;
+    if (!b->bounded || __builtin_mul_overflow(n, hi, &n)) return INT64_MAX;
+  }
+  return n;
+}

@@ -38,6 +38,10 @@ size_t opt_shared_reduce_ranges(Ctx *ctx, const UOp *x, const UOp **k, size_t ma
 int opt_loop_free_parts(Ctx *ctx, const UOp *value, const UOp *j, const UOp **out, int max);
 /* The bound of RANGE r when it is a constant, else 0. */
 int64_t opt_const_bound(const UOp *r);
+/* The iterations of the kernel's nest of single-effect loops down to its
+ * innermost END: the product of their bounds' maxima (INT64_MAX when one
+ * is unbounded or it overflows). upcast.c and widen.c keep a GPU full. */
+int64_t opt_nest_iterations(const UOp *kernel);
 /* How far index x advances when range r does: a constant, or 0 when it
  * is not one (stream.c's rows, workgroup.c's coalescing, gemm.c). */
 int64_t opt_stride_along(Ctx *ctx, const UOp *x, const UOp *r);

@@ -268,24 +268,11 @@ static const UOp *vector_tail(Ctx *ctx, const UOp *kernel, const UOp *store, con
   return uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), effects, 1 + rows * rest, arg_none());
 }
 
-/* The iterations of the kernel's nest of single-effect loops, down to
- * its innermost END (their bounds' maxima; INT64_MAX when unbounded). */
-static int64_t nest_iterations(const UOp *kernel) {
-  const UOp *e = kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
-  int64_t n = 1;
-  for (; e && e->op == UJ_OP_END && e->nsrc == 2; e = e->src[1]) {
-    const UOp *b = e->src[0]->src[0];
-    int64_t hi = b->bounded && b->vmax > 0 ? b->vmax : 1;
-    if (!b->bounded || __builtin_mul_overflow(n, hi, &n)) return INT64_MAX;
-  }
-  return n;
-}
-
 const UOp *opt_upcast(Ctx *ctx, const UOp *kernel, const TargetDesc *t, const OptConfig *config) {
   unsigned vector_bytes = t->vector_bytes;
   /* a GPU's threads are its outputs: blocks of U outputs a thread only while a GPU's worth of threads is left */
   if (t->kind == TARGET_DESC_GPU && config->columns <= 1 &&
-      nest_iterations(kernel) < (int64_t)t->cores * t->max_threads * UPCAST_GPU_MIN_LANES)
+      opt_nest_iterations(kernel) < (int64_t)t->cores * t->max_threads * UPCAST_GPU_MIN_LANES)
     return kernel;
   const UOp *end = config->columns == 1 ? NULL : opt_innermost_end(kernel);
   const UOp *store = end ? end->src[1] : NULL;

@@ -45,13 +45,10 @@ const UOp *opt_widen(Ctx *ctx, const UOp *kernel, const TargetDesc *t, OptSwitch
   const UOp *end = t->kind == TARGET_DESC_GPU && use != OPT_OFF ? opt_innermost_end(kernel) : NULL;
   if (!end || end->src[1]->src[1]->dtype.lanes != 1) return kernel;
   const UOp *c = end->src[0], *store = end->src[1];
-  int64_t bound = opt_const_bound(c), iterations = 1;
-  for (const UOp *e = kernel->src[0]; e != end; e = e->src[1]) { /* the loops around */
-    int64_t b = opt_const_bound(e->src[0]);
-    if (b <= 0 || __builtin_mul_overflow(iterations, b, &iterations)) return kernel;
-  }
-  if (bound <= 0 || bound % WIDEN || __builtin_mul_overflow(iterations, bound, &iterations) ||
-      (use != OPT_ON && iterations < (int64_t)t->cores * t->max_threads * WIDEN) || !steps_by_one(ctx, store, c))
+  int64_t bound = opt_const_bound(c);
+  if (bound <= 0 || bound % WIDEN ||
+      (use != OPT_ON && opt_nest_iterations(kernel) < (int64_t)t->cores * t->max_threads * WIDEN) ||
+      !steps_by_one(ctx, store, c))
     return kernel; /* forced on: whatever the count, where it can */
   const UOp *outer = uop_new(ctx, UJ_OP_RANGE, c->dtype, (const UOp *[]){uop_const_int(ctx, c->dtype, bound / WIDEN)}, 1,
                              (Arg){c->name, c->ints, c->nints});

@@ -131,8 +131,10 @@ Device *device_open(Ctx *ctx, const char *name, const char **error);
 void device_close(Device *d);
 /* The program for kernel, compiled on first use. */
 void *device_program(Device *d, const UOp *kernel, const char *name);
-/* Launches program: on a GPU target with the grid and block sizes of its
- * kernel's grid for these variables (launch_dims), set in *args. */
+/* Launches program, once its buffers and variables are as many as its
+ * signature's (else false, "DEVICE: the kernel takes N buffers and M
+ * variables, not ..."): on a GPU target with the grid and block sizes of
+ * its kernel's grid for these variables (launch_dims), set in *args. */
 bool device_launch(Device *d, void *program, LaunchArgs *args);
 /* The blocks and threads per block along x, y, z of a launch of a kernel
  * with signature sig and variable values vars (sorted as sig->vars) on

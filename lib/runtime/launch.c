@@ -62,14 +62,13 @@ bool launch_dims(Ctx *ctx, const TargetDesc *t, const KernelSig *sig, const int6
 }
 
 bool device_launch(Device *d, void *program, LaunchArgs *a) {
+  const KernelSig *sig = d->ops->signature(d, program);
   for (unsigned k = 0; k < 3; k++) a->grid[k] = a->block[k] = 1;
-  if (d->desc->kind == TARGET_DESC_GPU) {
-    const KernelSig *sig = d->ops->signature(d, program);
-    if (a->nvars != sig->nvars) {
-      ctx_set_error(d->ctx, "launch: the kernel takes %zu variables, %zu given", sig->nvars, a->nvars);
-      return false;
-    }
-    if (!launch_dims(d->ctx, d->desc, sig, a->vars, a->grid, a->block)) return false;
+  if (a->n < sig->nparams || a->nvars != sig->nvars) { /* every backend's launch may count on these */
+    ctx_set_error(d->ctx, "%s: the kernel takes %zu buffers and %zu variables, not %zu and %zu", d->name, sig->nparams,
+                  sig->nvars, a->n, a->nvars);
+    return false;
   }
+  if (d->desc->kind == TARGET_DESC_GPU && !launch_dims(d->ctx, d->desc, sig, a->vars, a->grid, a->block)) return false;
   return d->ops->launch(d, program, a);
 }

@@ -59,14 +59,14 @@ static const UOp *reduce(Ctx *ctx, const char *name, const UOp *x, int64_t axis)
 /* A GPU's sum over one axis that is not x's innermost (a column sum's
  * rows), or a sum of products over one axis (a GEMV's k: matmul may put
  * k last in the tensor's shape while w's rows lie apart in memory), with
- * too few outputs to fill the GPU: its threads
- * are the outputs (workgroup.c keeps a thread an output there: a
+ * too few outputs to fill the GPU: its threads are the outputs
+ * (workgroup.c keeps a thread an output there: a
  * workgroup's threads would each read their own line), so the axis is
  * cut in S chunks, S the largest power of 2 with outputs x S at most
  * cores x max_threads x 2, each chunk at least SPLIT_MIN_CHUNK long: a
  * STAGE of the chunks' sums (outputs x S threads, still coalesced along
  * the outputs), then the sum of the S partials. A GEMV 1 x 4096 x 4096 on
- * 132 SMs: 16 blocks of threads become 512. */
+ * 132 SMs: 16 blocks of 256 threads become 1024 (64 chunks). */
 enum { SPLIT_MIN_CHUNK = 8, SPLIT_MIN_LENGTH = 256 };
 
 static const UOp *split_across(const Split *sp, const UOp *rebuilt) {

@@ -31,8 +31,6 @@ static Schedule *schedule_for(uj_session *s, uj_tensor *const *ts, size_t n, con
   return sch;
 }
 
-static Schedule *schedule_of(uj_session *s, uj_tensor *const *ts, size_t n) { return schedule_for(s, ts, n, NULL); }
-
 uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!ts[i]) return UJ_ERR_ARG;
@@ -42,7 +40,7 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
     if (ts[i]->s != s) return tensor_fail(s, "realize", "the tensors belong to different sessions"), UJ_ERR_ARG;
   tensor_collect_buffers(s);
   tensor_collect_nodes(s);
-  Schedule *sch = schedule_of(s, ts, n);
+  Schedule *sch = schedule_for(s, ts, n, NULL);
   bool ok = sch && runtime_run(s->device, sch, &s->buffers);
   for (size_t i = 0; ok && i < n; i++) {
     ok = tensor_known_set(s, ts[i]->node, sch->outputs[i]);
@@ -180,38 +178,60 @@ static void describe_item(StrBuf *out, const ScheduleItem *it, size_t j) {
   strbuf_add(out, "\n");
 }
 
-static bool describe_stage(uj_session *s, StrBuf *out, const ScheduleItem *it, const char *what) {
-  char *text = NULL;
-  if (!strcmp(what, "uops")) text = uj_print(s->ctx, it->kernel);
-  else text = emit_kernel(s->ctx, it->kernel, UJ_EMIT_IR_OPT, NULL, it->name, NULL);
+/* What a listing prints of each kernel after its line: nothing, its
+ * UOps, or a stage uj_emit makes of it for arch. */
+typedef struct Stage {
+  enum { STAGE_NONE, STAGE_UOPS, STAGE_EMIT } what;
+  uj_emit_kind kind;
+  const char *arch;
+} Stage;
+
+static bool describe_stage(uj_session *s, StrBuf *out, const ScheduleItem *it, const Stage *st) {
+  if (st->what == STAGE_NONE) return true;
+  char *text = st->what == STAGE_UOPS ? uj_print(s->ctx, it->kernel)
+                                      : emit_kernel(s->ctx, it->kernel, st->kind, st->arch, it->name, NULL);
   if (!text) return false;
   strbuf_add(out, "%s%s", text, text[0] && text[strlen(text) - 1] == '\n' ? "" : "\n");
   free(text);
   return true;
 }
 
-char *uj_tensor_schedule_text(uj_tensor *t, const char *what) {
-  if (!t) return NULL;
+/* The schedule realizing t would run on target (NULL: the session's), as
+ * a preview: the buffer ids it takes are given back. */
+static Schedule *schedule_preview(uj_tensor *t, const ScheduleTarget *target) {
+  int64_t next = t->s->next_buffer_id;
+  Schedule *sch = schedule_for(t->s, &t, 1, target);
+  t->s->next_buffer_id = next;
+  return sch;
+}
+
+/* "N kernels[ for TARGET]", then each kernel's line and its stage. */
+static char *listing(uj_tensor *t, const ScheduleTarget *target, const char *for_name, const Stage *st, const char *op) {
   uj_session *s = t->s;
-  if (!what || (strcmp(what, "kernels") && strcmp(what, "uops") && strcmp(what, "ir")))
-    return tensor_fail(s, "schedule_text", "'%s' is not one of kernels, uops, ir", what ? what : "(null)");
-  int64_t next = s->next_buffer_id; /* a preview: the ids are given back */
-  Schedule *sch = schedule_of(s, &t, 1);
-  s->next_buffer_id = next;
+  Schedule *sch = schedule_preview(t, target);
   if (!sch) return NULL;
   StrBuf out = {0};
-  strbuf_add(&out, "%zu kernel%s\n", sch->nitems, sch->nitems == 1 ? "" : "s");
+  strbuf_add(&out, "%zu kernel%s%s%s\n", sch->nitems, sch->nitems == 1 ? "" : "s", for_name ? " for " : "",
+             for_name ? for_name : "");
   bool ok = true;
   for (size_t j = 0; ok && j < sch->nitems; j++) {
     describe_item(&out, &sch->items[j], j);
-    if (strcmp(what, "kernels")) ok = describe_stage(s, &out, &sch->items[j], what);
+    ok = describe_stage(s, &out, &sch->items[j], st);
   }
   schedule_free(sch);
   if (!ok || out.failed) {
     free(out.buf);
-    return ok ? tensor_fail(s, "schedule_text", "out of memory") : NULL;
+    return ok ? tensor_fail(s, op, "out of memory") : NULL;
   }
   return out.buf;
+}
+
+char *uj_tensor_schedule_text(uj_tensor *t, const char *what) {
+  if (!t) return NULL;
+  if (!what || (strcmp(what, "kernels") && strcmp(what, "uops") && strcmp(what, "ir")))
+    return tensor_fail(t->s, "schedule_text", "'%s' is not one of kernels, uops, ir", what ? what : "(null)");
+  Stage st = {!strcmp(what, "kernels") ? STAGE_NONE : !strcmp(what, "uops") ? STAGE_UOPS : STAGE_EMIT, UJ_EMIT_IR_OPT, NULL};
+  return listing(t, NULL, NULL, &st, "schedule_text");
 }
 
 char *uj_tensor_emit(uj_tensor *t, uj_emit_kind kind, const char *arch) {
@@ -222,33 +242,13 @@ char *uj_tensor_emit(uj_tensor *t, uj_emit_kind kind, const char *arch) {
   const TargetDesc *desc = emit_target_desc(s->ctx, kind, arch);
   if (!desc) return NULL;
   ScheduleTarget other = {desc->name, desc->index_bits, {.desc = desc}};
-  int64_t next = s->next_buffer_id; /* a preview, as schedule_text */
-  Schedule *sch = schedule_for(s, &t, 1, desc == s->device->desc ? NULL : &other);
-  s->next_buffer_id = next;
-  if (!sch) return NULL;
-  StrBuf out = {0};
-  strbuf_add(&out, "%zu kernel%s for %s\n", sch->nitems, sch->nitems == 1 ? "" : "s", desc->name);
-  bool ok = true;
-  for (size_t j = 0; ok && j < sch->nitems; j++) {
-    describe_item(&out, &sch->items[j], j);
-    char *text = emit_kernel(s->ctx, sch->items[j].kernel, kind, arch, sch->items[j].name, NULL);
-    if (text) strbuf_add(&out, "%s%s", text, text[0] && text[strlen(text) - 1] == '\n' ? "" : "\n");
-    ok = text != NULL;
-    free(text);
-  }
-  schedule_free(sch);
-  if (!ok || out.failed) {
-    free(out.buf);
-    return ok ? tensor_fail(s, "emit", "out of memory") : NULL;
-  }
-  return out.buf;
+  Stage st = {STAGE_EMIT, kind, arch};
+  return listing(t, desc == s->device->desc ? NULL : &other, desc->name, &st, "emit");
 }
 
 size_t uj_tensor_kernel_count(uj_tensor *t) {
   if (!t) return (size_t)-1;
-  int64_t next = t->s->next_buffer_id;
-  Schedule *sch = schedule_of(t->s, &t, 1);
-  t->s->next_buffer_id = next;
+  Schedule *sch = schedule_preview(t, NULL);
   size_t n = sch ? sch->nitems : (size_t)-1;
   schedule_free(sch);
   return n;

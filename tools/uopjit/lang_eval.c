@@ -317,14 +317,21 @@ static bool command_schedule(Lang *L, const Node *n, const char *what) {
   return ok;
 }
 
+/* A tensor's kernels printed as stage kind (EMIT_UOPS: their UOps as
+ * scheduled, else uj_tensor_emit's, shaped for arch). */
+static bool print_kernels(Lang *L, const Node *at, const Value *v, int kind, const char *arch) {
+  char *text = kind == EMIT_UOPS ? uj_tensor_schedule_text(v->t->t, "uops") : uj_tensor_emit(v->t->t, (uj_emit_kind)kind, arch);
+  bool ok = text ? (io_write_text(L->out, text), true) : eval_lib_error(L, at, "no kernels");
+  free(text);
+  return ok;
+}
+
 /* :ir, :ptx, :amdgcn, :asm, :list: every kernel shaped for the target
  * and printed as that stage (uj_tensor_emit). */
 static bool command_emit(Lang *L, const Node *n, uj_emit_kind kind) {
   Value v;
   if (!command_tensor(L, n, &v)) return false;
-  char *text = uj_tensor_emit(v.t->t, kind, n->arch);
-  bool ok = text ? (io_write_text(L->out, text), true) : eval_lib_error(L, n, "no kernels");
-  free(text);
+  bool ok = print_kernels(L, n, &v, kind, n->arch);
   value_free(&v);
   return ok;
 }
@@ -379,15 +386,6 @@ static bool command_run(Lang *L, const Node *n) {
   return false;
 }
 
-/* --emit's output for a tensor value: its kernels as that stage. */
-static bool print_emit(Lang *L, const Node *at, const Value *v) {
-  char *text = L->emit_kind == EMIT_UOPS ? uj_tensor_schedule_text(v->t->t, "uops")
-                                         : uj_tensor_emit(v->t->t, (uj_emit_kind)L->emit_kind, L->arch);
-  bool ok = text ? (io_write_text(L->out, text), true) : eval_lib_error(L, at, "no kernels");
-  free(text);
-  return ok;
-}
-
 /* ---- statements ---- */
 
 static bool eval_statement(Lang *L, const Node *s) {
@@ -398,7 +396,7 @@ static bool eval_statement(Lang *L, const Node *s) {
   default: break;
   }
   if (!lang_eval_expr(L, s->a, &v)) return false;
-  bool ok = L->emit && v.kind == V_TENSOR ? print_emit(L, s->a, &v) : print_value(L, s->a, &v);
+  bool ok = L->emit && v.kind == V_TENSOR ? print_kernels(L, s->a, &v, L->emit_kind, L->arch) : print_value(L, s->a, &v);
   value_free(&v);
   return ok;
 }
