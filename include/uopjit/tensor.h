@@ -172,6 +172,54 @@ char *uj_tensor_emit(uj_tensor *t, uj_emit_kind kind, const char *arch);
 size_t uj_tensor_kernel_count(uj_tensor *t);
 void uj_tensor_free(uj_tensor *t);
 
+/* ---- gradients (docs/autodiff.md) ---- */
+/* The gradients of loss with respect to wrt[0..n) into out[0..n), as lazy
+ * tensors of their shapes and dtypes (reverse mode: a graph the scheduler
+ * fuses like any other). seed: d(result)/d(loss), of loss's shape; NULL
+ * for a loss of one element (seed 1). wrt must be float tensors; one that
+ * loss does not depend on gets zeros. The result can be differentiated
+ * again. */
+uj_status uj_tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *const *wrt, size_t n, uj_tensor **out);
+/* Marks t (a float tensor) as a parameter, realizing it first so that it
+ * reads a buffer of its own; false unmarks it. */
+uj_status uj_tensor_set_requires_grad(uj_tensor *t, bool on);
+bool uj_tensor_requires_grad(const uj_tensor *t);
+/* The gradient of loss (one element) with respect to every live parameter,
+ * added to each one's grad (lazy; uj_tensor_zero_grad drops it). */
+uj_status uj_tensor_backward(uj_tensor *loss);
+uj_tensor *uj_tensor_grad(const uj_tensor *t); /* t's gradient, or NULL */
+void uj_tensor_zero_grad(uj_tensor *t);
+
+/* ---- optimizers (docs/autodiff.md) ---- */
+typedef enum uj_optim_kind { UJ_OPTIM_SGD, UJ_OPTIM_ADAMW } uj_optim_kind;
+typedef struct uj_optim_config {
+  uj_optim_kind kind;
+  double lr;
+  double momentum;      /* SGD: 0 for none */
+  double beta1, beta2;  /* AdamW: 0 for 0.9, 0.999 */
+  double eps;           /* AdamW: 0 for 1e-8 */
+  double weight_decay;  /* SGD: added to the gradient (L2); AdamW: decoupled */
+  double max_grad_norm; /* > 0: gradients scaled so their global norm is at most this */
+} uj_optim_config;
+typedef struct uj_optimizer uj_optimizer;
+/* An optimizer of params[0..n) (parameters: uj_tensor_set_requires_grad);
+ * its moments live in device buffers of the session. NULL and a message on
+ * error. */
+uj_optimizer *uj_optim_new(uj_session *s, const uj_optim_config *cfg, uj_tensor *const *params, size_t n);
+/* One step: every parameter's grad (and also[0..nalso), the loss, say,
+ * so that the forward is computed once) in one schedule, then every
+ * parameter and moment updated in place in one schedule. Parameters
+ * without a grad are left as they are. The learning rate and the bias
+ * corrections are read from a device buffer: changing them never
+ * compiles anything. */
+uj_status uj_optim_step(uj_optimizer *o, uj_tensor *const *also, size_t nalso);
+void uj_optim_set_lr(uj_optimizer *o, double lr);
+double uj_optim_lr(const uj_optimizer *o);
+/* The global norm of the gradients the last step read (before clipping);
+ * NaN before the first step or without max_grad_norm. */
+double uj_optim_grad_norm(const uj_optimizer *o);
+void uj_optim_free(uj_optimizer *o);
+
 #ifdef __cplusplus
 }
 #endif

@@ -133,21 +133,40 @@ static bool forget_buffer(uj_session *s, const UOp *b, const UOp *value, const U
   return self || tensor_known_set(s, value, view);
 }
 
+uj_status tensor_assign_many(uj_session *s, uj_tensor *const *dsts, const UOp *const *values, size_t n) {
+  const UOp **bufs = malloc((n ? n : 1) * sizeof *bufs);
+  if (!bufs) return tensor_fail(s, "assign", "out of memory"), UJ_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) bufs[i] = schedule_view_buffer(dsts[i]->node);
+  tensor_collect_buffers(s);
+  Schedule *sch = schedule_make(s->ctx, values, n, bufs, known_view, s, &s->next_buffer_id, &s->target, s->schedules);
+  bool ok = sch && runtime_run(s->device, sch, &s->buffers);
+  schedule_free(sch);
+  uj_status st = ok ? UJ_OK : UJ_ERR_COMPILE;
+  for (size_t i = 0; st == UJ_OK && i < n; i++)
+    if (!forget_buffer(s, bufs[i], values[i], dsts[i]->node)) st = UJ_ERR_NOMEM;
+  free(bufs);
+  return st;
+}
+
 uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {
   if (!dst || !src) return UJ_ERR_ARG;
   uj_session *s = dst->s;
   if (src->s != s) return tensor_fail(s, "assign", "the tensors belong to different sessions"), UJ_ERR_ARG;
   uj_status st = uj_tensor_realize(&dst, 1);
   if (st != UJ_OK) return st;
-  const UOp *view = dst->node, *b = schedule_view_buffer(view);
+  const UOp *view = dst->node;
   const UOp *value = node_broadcast(s, "assign", node_cast(s, src->node, (uj_scalar)view->dtype.scalar), view->shape, view->ndim);
   if (!value) return UJ_ERR_ARG;
-  tensor_collect_buffers(s);
-  Schedule *sch = schedule_make(s->ctx, &value, 1, &b, known_view, s, &s->next_buffer_id, &s->target, s->schedules);
-  bool ok = sch && runtime_run(s->device, sch, &s->buffers);
-  schedule_free(sch);
-  if (!ok) return UJ_ERR_COMPILE;
-  return forget_buffer(s, b, value, view) ? UJ_OK : UJ_ERR_NOMEM;
+  return tensor_assign_many(s, &dst, &value, 1);
+}
+
+uj_status tensor_write(uj_tensor *t, const void *data, size_t bytes) {
+  uj_session *s = t->s;
+  const UOp *b = schedule_view_buffer(t->node);
+  RtBuffer *mem = b ? buffer_table_get(&s->buffers, b->ints[0]) : NULL;
+  if (!mem || mem->bytes != bytes) return tensor_fail(s, "write", "the tensor's buffer does not hold %zu bytes", bytes), UJ_ERR_ARG;
+  if (!s->device->ops->copy_in(s->device, mem->mem, data, bytes)) return UJ_ERR_IO;
+  return forget_buffer(s, b, t->node, t->node) ? UJ_OK : UJ_ERR_NOMEM;
 }
 
 uj_status uj_tensor_to_host(uj_tensor *t, void *dst, size_t bytes) {

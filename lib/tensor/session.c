@@ -91,7 +91,7 @@ uj_tensor *tensor_wrap(uj_session *s, const char *op, const UOp *node) {
   }
   uj_tensor *t = malloc(sizeof *t);
   if (!t) return tensor_fail(s, "tensor", "out of memory");
-  *t = (uj_tensor){s, node};
+  *t = (uj_tensor){s, node, NULL, NULL, false};
   s->tensors[s->ntensors++] = t;
   return t;
 }
@@ -238,6 +238,8 @@ void tensor_collect_nodes(uj_session *s) {
 void uj_tensor_free(uj_tensor *t) {
   if (!t) return;
   uj_session *s = t->s;
+  if (t->grad) t->grad->grad_of = NULL, uj_tensor_free(t->grad);
+  if (t->grad_of) t->grad_of->grad = NULL;
   for (size_t i = 0; i < s->ntensors; i++) {
     if (s->tensors[i] != t) continue;
     s->tensors[i] = s->tensors[--s->ntensors];

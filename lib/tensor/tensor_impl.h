@@ -9,7 +9,9 @@
  *   views.c       reshape, expand, permute, flip, pad, shrink, cat, stack
  *   reduce.c      sum/max/min/mean/argmax, softmax, gather
  *   nn.c          matmul, conv2d, pooling
- *   realize.c     scheduling, running, copying to host, schedule text */
+ *   realize.c     scheduling, running, copying to host, schedule text
+ *   grad.c        reverse-mode autodiff: one gradient rule per op
+ *   optim.c       SGD and AdamW steps, in place, in one schedule */
 #ifndef UJ_TENSOR_IMPL_H
 #define UJ_TENSOR_IMPL_H
 
@@ -42,6 +44,9 @@ struct uj_session {
 struct uj_tensor {
   uj_session *s;
   const UOp *node;
+  uj_tensor *grad;     /* its gradient (uj_tensor_backward), or NULL */
+  uj_tensor *grad_of;  /* the parameter whose grad this is, or NULL */
+  bool requires_grad;  /* a parameter: backward gives it a grad */
 };
 
 /* A tensor for node, the result of op (NULL when node is NULL: the error
@@ -64,6 +69,14 @@ void tensor_collect_buffers(uj_session *s);
  * out of memory. */
 enum { SESSION_COLLECT_MIN = 1 << 16 };
 void tensor_collect_nodes(uj_session *s);
+/* Writes values[i] (of dsts[i]'s shape and dtype) into the buffer of
+ * dsts[i] (each realized, a buffer view) for every i, in one schedule: a
+ * value may read another's new contents through the same node (an
+ * optimizer's parameter reads its new moment), each kernel in place
+ * where it reads its target only at the element it writes. */
+uj_status tensor_assign_many(uj_session *s, uj_tensor *const *dsts, const UOp *const *values, size_t n);
+/* Copies bytes of host data into t's buffer (t realized, its size). */
+uj_status tensor_write(uj_tensor *t, const void *data, size_t bytes);
 /* Records that node's value is in view (a RESHAPE of a BUFFER). */
 bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view);
 /* Forgets the realized node known_ids[k] names (its entry cleared; the
