@@ -277,7 +277,7 @@ uj_cli_test(debug_0 --stdout "0=2.0,3.0" --stderr-empty -- env UJ_DEBUG=0 ${RUN_
 # Each NAME.ujs prints NAME.out exactly; the values are checked by hand
 # (NumPy's layout: test/data/lang/print.ujs).
 set(L ${CMAKE_CURRENT_SOURCE_DIR}/data/lang)
-foreach(script arith create movement reduce unary nn print)
+foreach(script arith create movement reduce unary nn print train)
   uj_cli_test(lang_${script} --stdout-file ${L}/${script}.out --stderr-empty -- ${T} ${L}/${script}.ujs)
 endforeach()
 uj_cli_test(lang_command_line --stdout "tensor(shape=(2, 1), dtype=int32)\n[[3]\n [7]]" --stderr-empty
@@ -356,6 +356,21 @@ uj_cli_test(lang_err_method ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: a tens
   -- ${T} -c "zeros(2).frob()")
 uj_cli_test(lang_err_attribute ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: 'relu' is a method: call it as \\.relu\\(\\)$"
   -- ${T} -c "zeros(2).relu")
+uj_cli_test(lang_err_grad ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:10: grad: not a parameter: call \\.requires_grad\\(\\) first$"
+  -- ${T} -c "zeros(2).grad")
+uj_cli_test(lang_err_grad_none ${ONE_ERROR} --stderr-re "^uopjit: ${C}:2:3: grad: no grad yet: call loss\\.backward\\(\\) first$"
+  -- ${T} -c "w = zeros(2).requires_grad()\nw.grad")
+uj_cli_test(lang_err_backward ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:10: gradient: the loss \\(2,\\) has 2 elements: give a seed of its shape$" -- ${T} -c "zeros(2).backward()")
+uj_cli_test(lang_err_param_int ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:26: requires_grad: a parameter must be a float tensor$" -- ${T} -c "arange(3, dtype='int32').requires_grad()")
+uj_cli_test(lang_err_optimizer ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:1: optimizer: tensor 0 is not a parameter \\(requires_grad\\)$" -- ${T} -c "sgd([zeros(2)], lr=0.1)")
+uj_cli_test(lang_err_optimizer_params ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:1: adamw: params must be a list of tensors, not an int$" -- ${T} -c "adamw(1, lr=0.1)")
+uj_cli_test(lang_err_optimizer_method ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:2:3: frob: an optimizer has no method 'frob' \\(step, zero_grad, set_lr\\)$"
+  -- ${T} -c "o = sgd([], lr=1)\no.frob()")
 uj_cli_test(lang_err_arg_count ${ONE_ERROR}
   --stderr-re "^uopjit: ${C}:1:10: softmax: takes at most 1 argument \\(2 given\\)$" -- ${T} -c "zeros(2).softmax(0, 1)")
 uj_cli_test(lang_err_arg_missing ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: conv2d: missing argument 'w'$"

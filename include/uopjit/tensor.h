@@ -213,6 +213,8 @@ uj_optimizer *uj_optim_new(uj_session *s, const uj_optim_config *cfg, uj_tensor 
  * corrections are read from a device buffer: changing them never
  * compiles anything. */
 uj_status uj_optim_step(uj_optimizer *o, uj_tensor *const *also, size_t nalso);
+/* Drops every parameter's grad (uj_tensor_zero_grad). */
+void uj_optim_zero_grad(uj_optimizer *o);
 void uj_optim_set_lr(uj_optimizer *o, double lr);
 double uj_optim_lr(const uj_optimizer *o);
 /* The global norm of the gradients the last step read (before clipping);

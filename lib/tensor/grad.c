@@ -390,11 +390,28 @@ uj_status uj_tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *const
 
 /* ---- parameters and their grads ---- */
 
+/* Whether another live parameter reads the BUFFER b. */
+static bool shared_buffer(const uj_session *s, const uj_tensor *t, const UOp *b) {
+  for (size_t i = 0; i < s->ntensors; i++)
+    if (s->tensors[i] != t && s->tensors[i]->requires_grad && schedule_view_buffer(s->tensors[i]->node) == b) return true;
+  return false;
+}
+
+/* A parameter is updated in place, so it reads a buffer no other
+ * parameter reads: realizing zeros twice gives one buffer (the graphs are
+ * one node), which two parameters must not share. */
 uj_status uj_tensor_set_requires_grad(uj_tensor *t, bool on) {
   if (!t) return UJ_ERR_ARG;
-  if (on && !differentiable(t->node)) return tensor_fail(t->s, "requires_grad", "a parameter must be a float tensor"), UJ_ERR_ARG;
-  if (on && !schedule_view_buffer(t->node)) {
-    uj_status st = uj_tensor_realize(&t, 1);
+  uj_session *s = t->s;
+  if (on && !differentiable(t->node)) return tensor_fail(s, "requires_grad", "a parameter must be a float tensor"), UJ_ERR_ARG;
+  const UOp *b = schedule_view_buffer(t->node);
+  if (on && (!b || shared_buffer(s, t, b))) {
+    RtBuffer *mem;
+    const UOp *value = t->node;
+    const UOp *view = tensor_new_buffer(s, (uj_scalar)value->dtype.scalar, value->shape, value->ndim, &mem);
+    if (!view) return UJ_ERR_NOMEM;
+    t->node = view;
+    uj_status st = tensor_assign_many(s, &t, &value, 1);
     if (st != UJ_OK) return st;
   }
   t->requires_grad = on;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "tensor/tensor_impl.h"
+#include "uop/alu.h"
 
 enum { HYPER_LR, HYPER_DECAY, HYPER_STEP, HYPER_BC2, HYPER_COUNT };
 
@@ -44,10 +45,14 @@ static const UOp *hyper(uj_optimizer *o, int i, const UOp *like) {
   return node_broadcast(s, "step", node_cast(s, h, (uj_scalar)like->dtype.scalar), like->shape, like->ndim);
 }
 
+/* Zeros in a buffer of their own (realizing uj_tensor_zeros twice would
+ * give one buffer: the graphs are one node). */
 static uj_tensor *zeros_like(uj_session *s, const uj_tensor *p) {
-  uj_tensor *z = uj_tensor_zeros(s, uj_tensor_dtype(p), uj_tensor_shape(p), uj_tensor_ndim(p));
-  if (z && uj_tensor_realize(&z, 1) != UJ_OK) uj_tensor_free(z), z = NULL;
-  return z;
+  size_t bytes = (size_t)uj_tensor_numel(p) * elem_bytes(dt_scalar(uj_tensor_dtype(p)));
+  void *zero = calloc(bytes ? bytes : 1, 1);
+  uj_tensor *z = zero ? uj_tensor_from_data(s, uj_tensor_dtype(p), uj_tensor_shape(p), uj_tensor_ndim(p), zero) : NULL;
+  free(zero);
+  return z ? z : tensor_fail(s, "optimizer", "out of memory");
 }
 
 void uj_optim_free(uj_optimizer *o) {
@@ -97,6 +102,10 @@ uj_optimizer *uj_optim_new(uj_session *s, const uj_optim_config *cfg, uj_tensor 
   o->hyper = ok ? uj_tensor_from_data(s, UJ_FLOAT32, (int64_t[]){HYPER_COUNT}, 1, h) : NULL;
   if (!o->hyper) return uj_optim_free(o), NULL;
   return o;
+}
+
+void uj_optim_zero_grad(uj_optimizer *o) {
+  for (size_t i = 0; o && i < o->n; i++) uj_tensor_zero_grad(o->params[i]);
 }
 
 void uj_optim_set_lr(uj_optimizer *o, double lr) {

@@ -8,6 +8,7 @@
  *   lang_args.c    binding call arguments to parameters, converting them
  *   lang_func.c    the functions (zeros, tensor, conv2d, ...)
  *   lang_method.c  the methods and attributes of tensors
+ *   lang_train.c   parameters, backward, grads, optimizers
  *   lang_print.c   printing values, tensors in NumPy's layout
  *   lang_repl.c    the entry points: a program, or the `uj> ` prompt
  *
@@ -128,7 +129,16 @@ typedef struct TensorRef {
   long refs;
 } TensorRef;
 
-typedef enum ValueKind { V_NONE, V_INT, V_FLOAT, V_BOOL, V_STR, V_LIST, V_TUPLE, V_TENSOR } ValueKind;
+/* An optimizer shared by values: uj_optim_free when the last goes; it
+ * holds its parameters' values (a list), so they live as long as it. */
+typedef struct OptimRef {
+  uj_optimizer *o;
+  const char *kind; /* "sgd", "adamw" */
+  struct Value *params;
+  long refs;
+} OptimRef;
+
+typedef enum ValueKind { V_NONE, V_INT, V_FLOAT, V_BOOL, V_STR, V_LIST, V_TUPLE, V_TENSOR, V_OPTIM } ValueKind;
 
 typedef struct Value {
   ValueKind kind;
@@ -138,6 +148,7 @@ typedef struct Value {
   struct Value *items; /* V_LIST, V_TUPLE, malloc'd */
   size_t n;
   TensorRef *t; /* V_TENSOR */
+  OptimRef *opt; /* V_OPTIM */
 } Value;
 
 /* Each value owns what it points to; value_free releases it, value_copy
@@ -270,6 +281,18 @@ bool method_call(Lang *L, const Node *n, const Value *self, Value *out);
 bool method_call_with(Call *c, const Callable *f, Value *out);
 /* Attribute n->name (T, shape, dtype, ndim) of self. */
 bool method_attr(Lang *L, const Node *n, const Value *self, Value *out);
+
+/* ---- lang_train.c ---- */
+
+/* The training methods of tensors (requires_grad, backward, zero_grad). */
+bool train_method_find(const char *name, Callable *out);
+/* t.grad into out (a handle of its own). */
+bool train_grad_attr(Call *c, uj_tensor *t, Value *out);
+/* sgd, adamw; NULL for another name. */
+const Callable *train_function_find(const char *name);
+/* A method or attribute of an optimizer (c->self). */
+bool train_optim_method(Call *c, const char *name, Value *out);
+bool train_optim_attr(Call *c, const OptimRef *r, const char *name, Value *out);
 
 /* ---- lang_print.c ---- */
 

@@ -316,6 +316,7 @@ bool func_call(Lang *L, const Node *n, Value *out) {
   Callable m;
   for (size_t k = 0; !f && k < sizeof functions / sizeof *functions; k++)
     if (!strcmp(functions[k].name, n->name)) f = &functions[k];
+  if (!f) f = train_function_find(n->name);
   if (!f && !method_find(n->name, &m)) {
     lang_error(&L->err, n->line, n->col, "unknown function '%s'", n->name);
     return false;

@@ -176,6 +176,7 @@ static const Callable methods[] = {
 bool method_find(const char *name, Callable *out) {
   for (size_t k = 0; k < sizeof methods / sizeof *methods; k++)
     if (!strcmp(methods[k].name, name)) return *out = methods[k], true;
+  if (train_method_find(name, out)) return true;
   for (int op = 0; op < UJ_UN_COUNT; op++)
     if (!strcmp(uj_unop_name((uj_unop)op), name)) return *out = (Callable){name, m_unary, {NULL}, 0, false, op}, true;
   for (int op = 0; op < UJ_BIN_COUNT; op++)
@@ -191,6 +192,14 @@ static bool method_run(Call *c, const Callable *f, Value *out) {
 
 bool method_call(Lang *L, const Node *n, const Value *self, Value *out) {
   Callable f;
+  if (self->kind == V_OPTIM) {
+    Call c;
+    bool ok = call_eval_args(L, n, n->name, &c);
+    c.self = self;
+    ok = ok && train_optim_method(&c, n->name, out);
+    call_free(&c);
+    return ok;
+  }
   if (!method_find(n->name, &f)) {
     lang_error(&L->err, n->line, n->col, "%s has no method '%s'", self->kind == V_TENSOR ? "a tensor" : value_kind_name(self), n->name);
     return false;
@@ -229,8 +238,10 @@ bool method_attr(Lang *L, const Node *n, const Value *self, Value *out) {
   Callable f;
   char buf[32];
   Call c = {.L = L, .at = n, .name = n->name, .self = self};
+  if (self->kind == V_OPTIM) return train_optim_attr(&c, self->opt, n->name, out);
   if (self->kind != V_TENSOR) return call_error(&c, "%s has no attributes", value_kind_name(self));
   uj_tensor *t = self->t->t;
+  if (!strcmp(n->name, "grad")) return train_grad_attr(&c, t, out);
   if (!strcmp(n->name, "T")) return m_reverse(&c, out);
   if (!strcmp(n->name, "shape")) return attr_shape(L, n, t, out);
   if (!strcmp(n->name, "ndim")) return *out = (Value){.kind = V_INT, .i = uj_tensor_ndim(t)}, true;
@@ -239,6 +250,6 @@ bool method_attr(Lang *L, const Node *n, const Value *self, Value *out) {
     lang_error(&L->err, n->line, n->col, "'%s' is a method: call it as .%s()", n->name, n->name);
     return false;
   }
-  lang_error(&L->err, n->line, n->col, "a tensor has no attribute '%s' (T, shape, dtype, ndim)", n->name);
+  lang_error(&L->err, n->line, n->col, "a tensor has no attribute '%s' (T, shape, dtype, ndim, grad)", n->name);
   return false;
 }

@@ -388,6 +388,8 @@ static void print_inline(FILE *f, const Value *v) {
   if (v->kind == V_STR) return (void)fprintf(f, "'%s'", v->s);
   if (v->kind == V_TENSOR) return print_header(f, v->t->t);
   if (v->kind == V_NONE) return (void)fputs("None", f);
+  if (v->kind == V_OPTIM)
+    return (void)fprintf(f, "%s(%zu parameters, lr=%.6g)", v->opt->kind, v->opt->params->n, uj_optim_lr(v->opt->o));
   fputc(v->kind == V_LIST ? '[' : '(', f);
   for (size_t k = 0; k < v->n; k++) {
     if (k) fputs(", ", f);

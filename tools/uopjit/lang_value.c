@@ -19,6 +19,11 @@ void value_free(Value *v) {
     uj_tensor_free(v->t->t);
     free(v->t);
   }
+  if (v->opt && --v->opt->refs == 0) {
+    uj_optim_free(v->opt->o);
+    value_free(v->opt->params);
+    free(v->opt->params), free(v->opt);
+  }
   *v = (Value){.kind = V_NONE};
 }
 
@@ -26,6 +31,7 @@ bool value_copy(const Value *v, Value *out) {
   *out = *v;
   out->s = NULL, out->items = NULL, out->n = 0;
   if (v->t) v->t->refs++;
+  if (v->opt) v->opt->refs++;
   if (v->s && !(out->s = strdup(v->s))) return value_free(out), false;
   if (v->n && !(out->items = calloc(v->n, sizeof *out->items))) return value_free(out), false;
   for (; out->n < v->n; out->n++)
@@ -52,6 +58,7 @@ const char *value_kind_name(const Value *v) {
   static const char *const names[] = {
       [V_NONE] = "None", [V_INT] = "int",   [V_FLOAT] = "float", [V_BOOL] = "bool",
       [V_STR] = "string", [V_LIST] = "list", [V_TUPLE] = "tuple", [V_TENSOR] = "tensor",
+      [V_OPTIM] = "optimizer",
   };
   return names[v->kind];
 }
@@ -60,6 +67,7 @@ const char *value_a_kind(const Value *v) {
   static const char *const names[] = {
       [V_NONE] = "None",       [V_INT] = "an int",   [V_FLOAT] = "a float",  [V_BOOL] = "a bool",
       [V_STR] = "a string",    [V_LIST] = "a list",  [V_TUPLE] = "a tuple",  [V_TENSOR] = "a tensor",
+      [V_OPTIM] = "an optimizer",
   };
   return names[v->kind];
 }
