@@ -279,7 +279,10 @@ static void test_backward(void) {
   CHECK(uj_tensor_set_requires_grad(w, true) == UJ_OK && uj_tensor_set_requires_grad(b, true) == UJ_OK, "mark: %s", uj_session_error(S));
   CHECK(uj_tensor_requires_grad(w) && uj_tensor_grad(w) == NULL, "marked, no grad yet");
   uj_tensor *loss = sum(uj_tensor_binary(UJ_BIN_ADD, uj_tensor_binary(UJ_BIN_MUL, w, w), b));
+  uj_tensor *unread = uj_tensor_zeros(S, UJ_FLOAT32, (int64_t[]){2}, 1);
+  CHECK(uj_tensor_set_requires_grad(unread, true) == UJ_OK, "mark");
   CHECK(uj_tensor_backward(loss) == UJ_OK, "backward: %s", uj_session_error(S));
+  CHECK(uj_tensor_grad(unread) == NULL, "a parameter the loss does not read gets no grad");
   expect(S, uj_tensor_grad(w), (int64_t[]){3}, 1, VALS(2, 4, 6), EXACT, "grad of w");
   expect(S, uj_tensor_grad(b), NULL, 0, VALS(3), EXACT, "grad of b (broadcast)");
   CHECK(uj_tensor_backward(loss) == UJ_OK, "backward again: %s", uj_session_error(S));

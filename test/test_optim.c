@@ -107,6 +107,53 @@ static void test_errors(void) {
   uj_session_clear_error(S);
 }
 
+/* A training loop holds flat memory and compiles nothing after its first
+ * steps: a two-layer MLP, AdamW, 300 steps; the nodes (after a collection,
+ * which the session makes once the context has doubled: forced here at
+ * steps 20 and 300), buffers, cached schedules and compiled kernels at
+ * step 20 and at step 300. */
+static void test_flat(void) {
+  Rng r = {7};
+  double *v;
+  uj_tensor *x = random_f32(S, &r, (int64_t[]){16, 8}, 2, -1, 1, false, &v);
+  free(v);
+  uj_tensor *w1 = random_f32(S, &r, (int64_t[]){8, 16}, 2, -0.3, 0.3, false, &v);
+  free(v);
+  uj_tensor *w2 = random_f32(S, &r, (int64_t[]){16, 4}, 2, -0.3, 0.3, false, &v);
+  free(v);
+  int32_t lab[16];
+  for (int i = 0; i < 16; i++) lab[i] = i % 4;
+  uj_tensor *labels = uj_tensor_from_data(S, UJ_INT32, (int64_t[]){16, 1}, 2, lab);
+  uj_tensor_set_requires_grad(w1, true), uj_tensor_set_requires_grad(w2, true);
+  uj_optim_config cfg = {.kind = UJ_OPTIM_ADAMW, .lr = 1e-2, .weight_decay = 0.01, .max_grad_norm = 1};
+  uj_optimizer *o = uj_optim_new(S, &cfg, (uj_tensor *[]){w1, w2}, 2);
+  size_t nodes = 0, buffers = 0, compiled = 0, schedules = 0, tensors = 0;
+  float first = 0, last = 0;
+  for (int step = 1; step <= 300; step++) {
+    if (step == 20 || step == 300) S->collect_at = 0; /* the next realize collects */
+    uj_optim_zero_grad(o);
+    uj_tensor *a = uj_tensor_matmul(x, w1), *h = uj_tensor_unary(UJ_UN_RELU, a), *z = uj_tensor_matmul(h, w2);
+    uj_tensor *lp = uj_tensor_log_softmax(z, 1), *picked = uj_tensor_gather(lp, 1, labels);
+    uj_tensor *mean = uj_tensor_reduce(UJ_RED_MEAN, picked, NULL, 0, false), *loss = uj_tensor_binary_scalar(UJ_BIN_MUL, mean, -1, false);
+    bool ok = uj_tensor_backward(loss) == UJ_OK && uj_optim_step(o, &loss, 1) == UJ_OK && uj_tensor_to_host(loss, step == 1 ? &first : &last, 4) == UJ_OK;
+    if (!ok) CHECK(ok, "step %d: %s", step, uj_session_error(S));
+    /* the tensors of a step, freed as a loop over steps does */
+    for (uj_tensor **t = (uj_tensor *[]){a, h, z, lp, picked, mean, loss, NULL}; *t; t++) uj_tensor_free(*t);
+    if (!ok) break;
+    if (getenv("DBG") && (step == 20 || step == 21)) fprintf(stderr, "known %zu sched %zu tensors %zu\n", S->nknown, schedule_cache_size(S->schedules), S->ntensors);
+    if (step == 20) nodes = S->ctx->nnodes, buffers = S->buffers.nids, compiled = S->device->compiled.count, schedules = schedule_cache_size(S->schedules);
+    if (step == 1) tensors = S->ntensors; /* with the optimizer's grad buffers, made at its first step */
+    if (step == 20 || step == 300) CHECK(S->ntensors == tensors, "step %d: %zu tensors live, %zu after step 1", step, S->ntensors, tensors);
+  }
+  CHECK(last < first * 0.5f, "the loss goes down: %g at step 1, %g at step 300", first, last);
+  CHECK(S->ctx->nnodes <= nodes, "nodes: %zu at step 20, %zu at step 300", nodes, S->ctx->nnodes);
+  CHECK(S->buffers.nids <= buffers, "buffers: %zu at step 20, %zu at step 300", buffers, S->buffers.nids);
+  CHECK(S->device->compiled.count == compiled, "kernels compiled: %zu at step 20, %zu at step 300", compiled, S->device->compiled.count);
+  CHECK(schedule_cache_size(S->schedules) == schedules, "schedules: %zu at step 20, %zu at step 300", schedules, schedule_cache_size(S->schedules));
+  uj_optim_free(o);
+  for (uj_tensor **t = (uj_tensor *[]){x, w1, w2, labels, NULL}; *t; t++) uj_tensor_free(*t);
+}
+
 int main(void) {
   S = suite_session("test_optim");
   run((uj_optim_config){.kind = UJ_OPTIM_SGD, .lr = 0.01}, "sgd");
@@ -116,6 +163,7 @@ int main(void) {
                         .max_grad_norm = 1.5}, "adamw clipped");
   run((uj_optim_config){.kind = UJ_OPTIM_SGD, .lr = 0.02, .momentum = 0.5, .max_grad_norm = 100}, "sgd clip off");
   test_errors();
+  test_flat();
   uj_session_free(S);
   return check_report("test_optim");
 }

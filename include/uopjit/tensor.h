@@ -184,8 +184,9 @@ uj_status uj_tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *const
  * reads a buffer of its own; false unmarks it. */
 uj_status uj_tensor_set_requires_grad(uj_tensor *t, bool on);
 bool uj_tensor_requires_grad(const uj_tensor *t);
-/* The gradient of loss (one element) with respect to every live parameter,
- * added to each one's grad (lazy; uj_tensor_zero_grad drops it). */
+/* The gradient of loss (one element) with respect to every live parameter
+ * it reads, added to each one's grad (lazy; uj_tensor_zero_grad drops
+ * it); a parameter the loss does not read keeps its grad as it was. */
 uj_status uj_tensor_backward(uj_tensor *loss);
 uj_tensor *uj_tensor_grad(const uj_tensor *t); /* t's gradient, or NULL */
 void uj_tensor_zero_grad(uj_tensor *t);

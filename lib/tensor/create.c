@@ -85,6 +85,20 @@ uj_tensor *uj_tensor_arange(uj_session *s, uj_scalar dtype, double start, double
   return from_values(s, "arange", dtype, shape, 1, arange_at, &(Arange){start, step});
 }
 
+const UOp *tensor_iota(uj_session *s, uj_scalar dtype, int64_t n) {
+  for (int k = 0; k < SESSION_IOTAS && s->iotas[k]; k++) {
+    const UOp *v = s->iotas[k]->node;
+    if (v->dtype.scalar == dtype && v->shape[0] == n) return v;
+  }
+  uj_tensor *t = uj_tensor_arange(s, dtype, 0, (double)n, 1);
+  if (!t) return NULL;
+  const UOp *v = t->node;
+  for (int k = 0; k < SESSION_IOTAS; k++)
+    if (!s->iotas[k]) return s->iotas[k] = t, v; /* kept: a live tensor of the session */
+  uj_tensor_free(t); /* its node stays in the graph being built */
+  return v;
+}
+
 static uint64_t splitmix64(uint64_t seed, uint64_t i) {
   uint64_t z = seed * 0x9E3779B97F4A7C15ull + (i + 1) * 0xD1B54A32D192ED03ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

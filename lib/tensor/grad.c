@@ -321,8 +321,9 @@ static bool backprop(uj_session *s, RuleSet *rs, Walk *w, const Wanted *wmap, co
 }
 
 /* The gradients of loss (seeded by seed) with respect to wrt[0..n) into
- * out[0..n): zeros where loss does not depend on one. */
-static bool gradients(uj_session *s, const UOp *loss, const UOp *seed, const UOp *const *wrt, size_t n, const UOp **out) {
+ * out[0..n): where loss does not depend on one, zeros (or NULL without
+ * `zeros`). */
+static bool gradients(uj_session *s, const UOp *loss, const UOp *seed, const UOp *const *wrt, size_t n, const UOp **out, bool zeros) {
   RuleSet *rs = ruleset_new(s->ctx, grad_rules, sizeof grad_rules / sizeof *grad_rules);
   Walk w = {0};
   Wanted want = {nodemap_make(s->ctx), NULL};
@@ -341,7 +342,7 @@ static bool gradients(uj_session *s, const UOp *loss, const UOp *seed, const UOp
     long i = w.total[k] ? wanted(s, &want, w.t.nodes[k]) : -1;
     if (i >= 0) ok = add_to(s, &out[i], node_reshape(s, w.total[k], wrt[i]->shape, wrt[i]->ndim));
   }
-  for (size_t i = 0; ok && i < n; i++)
+  for (size_t i = 0; ok && zeros && i < n; i++)
     if (!out[i]) ok = (out[i] = k(s, wrt[i], 0)) != NULL;
   if (!ok && !uj_session_error(s)[0]) tensor_fail(s, "gradient", "%s", s->ctx->error[0] ? uj_error(s->ctx) : "out of memory");
   free(w.leads), free(w.total);
@@ -351,7 +352,9 @@ static bool gradients(uj_session *s, const UOp *loss, const UOp *seed, const UOp
   return ok;
 }
 
-uj_status uj_tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *const *wrt, size_t n, uj_tensor **out) {
+/* uj_tensor_gradients; a wrt that loss does not read gets zeros, or NULL
+ * without `zeros`. */
+static uj_status tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *const *wrt, size_t n, uj_tensor **out, bool zeros) {
   if (!loss || (n && (!wrt || !out))) return UJ_ERR_ARG;
   uj_session *s = loss->s;
   char a[128], b[128];
@@ -359,18 +362,17 @@ uj_status uj_tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *const
   if (!differentiable(l)) return tensor_fail(s, "gradient", "the loss must be a float tensor"), UJ_ERR_ARG;
   if (seed) {
     if (seed->s != s) return tensor_fail(s, "gradient", "the tensors belong to different sessions"), UJ_ERR_ARG;
-    sd = node_broadcast(s, "gradient", node_cast(s, seed->node, (uj_scalar)l->dtype.scalar), l->shape, l->ndim);
-    if (!sd) return UJ_ERR_ARG;
     if (seed->node->ndim != l->ndim || memcmp(seed->node->shape, l->shape, l->ndim * sizeof *l->shape))
       return tensor_fail(s, "gradient", "seed of shape %s for a loss of shape %s", tensor_shape_str(seed->node, a, sizeof a),
                          tensor_shape_str(l, b, sizeof b)), UJ_ERR_ARG;
+    if (!(sd = node_cast(s, seed->node, (uj_scalar)l->dtype.scalar))) return UJ_ERR_ARG;
   } else {
     if (shape_numel(l->shape, l->ndim) != 1)
       return tensor_fail(s, "gradient", "the loss %s has %lld elements: give a seed of its shape", tensor_shape_str(l, a, sizeof a),
                          (long long)shape_numel(l->shape, l->ndim)), UJ_ERR_ARG;
     sd = k(s, l, 1);
   }
-  const UOp **nodes = malloc((n ? n : 1) * sizeof *nodes), **got = malloc((n ? n : 1) * sizeof *got);
+  const UOp **nodes = malloc((n ? n : 1) * sizeof *nodes), **got = calloc(n ? n : 1, sizeof *got);
   bool ok = nodes && got;
   if (!ok) tensor_fail(s, "gradient", "out of memory");
   for (size_t i = 0; ok && i < n; i++) {
@@ -379,13 +381,20 @@ uj_status uj_tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *const
     if (ok && !differentiable(wrt[i]->node)) ok = false, tensor_fail(s, "gradient", "tensor %zu is not a float tensor", i);
     if (ok) nodes[i] = wrt[i]->node;
   }
-  ok = ok && gradients(s, l, sd, nodes, n, got);
+  ok = ok && gradients(s, l, sd, nodes, n, got, zeros);
   size_t made = 0;
-  for (; ok && made < n; made++) ok = (out[made] = tensor_wrap(s, "gradient", got[made])) != NULL;
+  for (; ok && made < n; made++) {
+    out[made] = got[made] ? tensor_wrap(s, "gradient", got[made]) : NULL;
+    ok = out[made] || !got[made];
+  }
   if (!ok) /* none or all */
     for (size_t i = 0; i < made; i++) uj_tensor_free(out[i]), out[i] = NULL;
   free(nodes), free(got);
   return ok ? UJ_OK : UJ_ERR_ARG;
+}
+
+uj_status uj_tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *const *wrt, size_t n, uj_tensor **out) {
+  return tensor_gradients(loss, seed, wrt, n, out, true);
 }
 
 /* ---- parameters and their grads ---- */
@@ -433,8 +442,9 @@ uj_status uj_tensor_backward(uj_tensor *loss) {
   if (!ps || !gs) return free(ps), free(gs), tensor_fail(s, "backward", "out of memory"), UJ_ERR_NOMEM;
   for (size_t i = 0; i < s->ntensors; i++)
     if (s->tensors[i]->requires_grad) ps[n++] = s->tensors[i];
-  uj_status st = uj_tensor_gradients(loss, NULL, ps, n, gs);
+  uj_status st = tensor_gradients(loss, NULL, ps, n, gs, false);
   for (size_t i = 0; st == UJ_OK && i < n; i++) {
+    if (!gs[i]) continue; /* the loss does not read it: its grad stays as it was (PyTorch's) */
     uj_tensor *sum = ps[i]->grad ? uj_tensor_binary(UJ_BIN_ADD, ps[i]->grad, gs[i]) : gs[i];
     if (sum != gs[i]) uj_tensor_free(gs[i]);
     if (!sum) {

@@ -28,8 +28,9 @@ struct uj_optimizer {
   size_t n;
   uj_tensor **params;
   uj_tensor **m, **v; /* SGD: momentum buffers in m (none without momentum); AdamW: both moments */
+  uj_tensor **grads; /* where each step writes the grads (made at the first step that has one) */
   uj_tensor *hyper;   /* float32 [HYPER_COUNT]: what changes from step to step */
-  uj_tensor *norm;    /* the last step's global gradient norm (clipping), or NULL */
+  uj_tensor *norm;    /* float32 (): the last step's global gradient norm (clipping), or NULL */
   int64_t steps;
 };
 
@@ -60,9 +61,10 @@ void uj_optim_free(uj_optimizer *o) {
   for (size_t i = 0; i < o->n; i++) {
     if (o->m) uj_tensor_free(o->m[i]);
     if (o->v) uj_tensor_free(o->v[i]);
+    if (o->grads) uj_tensor_free(o->grads[i]);
   }
   uj_tensor_free(o->hyper), uj_tensor_free(o->norm);
-  free(o->params), free(o->m), free(o->v), free(o);
+  free(o->params), free(o->m), free(o->v), free(o->grads), free(o);
 }
 
 uj_optimizer *uj_optim_new(uj_session *s, const uj_optim_config *cfg, uj_tensor *const *params, size_t n) {
@@ -91,7 +93,8 @@ uj_optimizer *uj_optim_new(uj_session *s, const uj_optim_config *cfg, uj_tensor 
   o->params = malloc((n ? n : 1) * sizeof *o->params);
   o->m = moments ? calloc(n ? n : 1, sizeof *o->m) : NULL;
   o->v = second ? calloc(n ? n : 1, sizeof *o->v) : NULL;
-  bool ok = o->params && (!moments || o->m) && (!second || o->v);
+  o->grads = calloc(n ? n : 1, sizeof *o->grads);
+  bool ok = o->params && o->grads && (!moments || o->m) && (!second || o->v);
   if (!ok) tensor_fail(s, "optimizer", "out of memory");
   for (size_t i = 0; ok && i < n; i++) {
     o->params[i] = params[i];
@@ -101,6 +104,7 @@ uj_optimizer *uj_optim_new(uj_session *s, const uj_optim_config *cfg, uj_tensor 
   float h[HYPER_COUNT] = {0};
   o->hyper = ok ? uj_tensor_from_data(s, UJ_FLOAT32, (int64_t[]){HYPER_COUNT}, 1, h) : NULL;
   if (!o->hyper) return uj_optim_free(o), NULL;
+  if (c.max_grad_norm > 0 && !(o->norm = uj_tensor_from_data(s, UJ_FLOAT32, NULL, 0, &(float){NAN}))) return uj_optim_free(o), NULL;
   return o;
 }
 
@@ -115,7 +119,7 @@ double uj_optim_lr(const uj_optimizer *o) { return o ? o->cfg.lr : NAN; }
 
 double uj_optim_grad_norm(const uj_optimizer *o) {
   float v;
-  if (!o || !o->norm || uj_tensor_to_host(o->norm, &v, sizeof v) != UJ_OK) return NAN;
+  if (!o || !o->norm || !o->steps || uj_tensor_to_host(o->norm, &v, sizeof v) != UJ_OK) return NAN;
   return v;
 }
 
@@ -137,10 +141,11 @@ static const UOp *global_norm(uj_optimizer *o) {
   return total ? node_alu(s, UJ_OP_SQRT, total, NULL) : node_full(s, dt_scalar(UJ_FLOAT32), 0, NULL, 0);
 }
 
-/* p's grad, scaled by the clipping factor when there is one. */
-static const UOp *grad_of(uj_optimizer *o, const uj_tensor *p) {
+/* p's grad (as the step wrote it), scaled by the clipping factor when
+ * there is one. */
+static const UOp *grad_of(uj_optimizer *o, size_t i) {
   uj_session *s = o->s;
-  const UOp *g = p->grad->node;
+  const UOp *g = o->grads[i]->node;
   if (!o->norm) return g;
   /* min(max_norm / (norm + 1e-6), 1) */
   const UOp *nrm = o->norm->node;
@@ -155,7 +160,7 @@ static void update(uj_optimizer *o, size_t i, uj_tensor **dsts, const UOp **vals
   uj_session *s = o->s;
   const uj_optim_config *c = &o->cfg;
   uj_tensor *pt = o->params[i];
-  const UOp *p = pt->node, *g = grad_of(o, pt);
+  const UOp *p = pt->node, *g = grad_of(o, i);
   if (c->kind == UJ_OPTIM_SGD) { /* d = g + wd p; buf = momentum buf + d; p -= lr buf */
     const UOp *d = c->weight_decay > 0 ? add(s, g, mul(s, p, konst(s, p, c->weight_decay))) : g;
     if (o->m) {
@@ -182,36 +187,45 @@ uj_status uj_optim_step(uj_optimizer *o, uj_tensor *const *also, size_t nalso) {
   uj_session *s = o->s;
   for (size_t i = 0; i < nalso; i++)
     if (!also[i] || also[i]->s != s) return also[i] ? tensor_fail(s, "step", "the tensors belong to different sessions"), UJ_ERR_ARG : UJ_ERR_ARG;
-  /* 1: the grads, the norm, and what the caller wants beside them */
-  size_t cap = o->n + nalso + 1, nr = 0;
-  uj_tensor **real = malloc(cap * sizeof *real);
-  if (!real) return tensor_fail(s, "step", "out of memory"), UJ_ERR_NOMEM;
-  for (size_t i = 0; i < o->n; i++)
-    if (o->params[i]->grad) real[nr++] = o->params[i]->grad;
-  if (nr == 0) return free(real), UJ_OK; /* nothing to do */
-  uj_tensor_free(o->norm), o->norm = NULL;
-  if (o->cfg.max_grad_norm > 0 && !(o->norm = real[nr] = tensor_wrap(s, "step", global_norm(o)))) return free(real), UJ_ERR_NOMEM;
-  nr += o->norm != NULL;
-  for (size_t i = 0; i < nalso; i++) real[nr++] = also[i];
-  uj_status st = uj_tensor_realize(real, nr);
-  free(real);
-  if (st != UJ_OK) return st;
+  tensor_collect_nodes(s); /* now, while every node the step reads is a live tensor's */
+  /* 1: the grads into the optimizer's buffers (the same every step, so
+   * that the update below is the same graph every step: its schedule is
+   * cached), the norm, and what the caller wants beside them */
+  size_t cap = o->n + nalso + 1, n = 0, ngrads = 0;
+  const UOp **vals = malloc(cap * sizeof *vals), **views = calloc(cap, sizeof *views);
+  uj_tensor **into = calloc(cap, sizeof *into);
+  uj_status st = vals && views && into ? UJ_OK : UJ_ERR_NOMEM;
+  for (size_t i = 0; st == UJ_OK && i < o->n; i++) {
+    if (!o->params[i]->grad) continue;
+    if (!o->grads[i] && !(o->grads[i] = zeros_like(s, o->params[i]))) st = UJ_ERR_NOMEM;
+    else into[n] = o->grads[i], vals[n++] = o->params[i]->grad->node, ngrads++;
+  }
+  if (st == UJ_OK && ngrads == 0) return free(vals), free(views), free(into), UJ_OK; /* nothing to do */
+  if (st == UJ_OK && o->norm && !(vals[n] = global_norm(o))) st = UJ_ERR_NOMEM;
+  if (st == UJ_OK && o->norm) into[n++] = o->norm;
+  for (size_t i = 0; st == UJ_OK && i < nalso; i++) vals[n++] = also[i]->node;
+  if (st == UJ_OK) st = tensor_run(s, vals, n, into, views);
+  for (size_t i = 0; st == UJ_OK && i < nalso; i++) also[i]->node = views[n - nalso + i];
+  free(views), free(into);
   /* 2: the hyperparameters of this step, then every update in one schedule */
-  o->steps++;
-  const uj_optim_config *c = &o->cfg;
-  double bc1 = 1 - pow(c->beta1, (double)o->steps), bc2 = 1 - pow(c->beta2, (double)o->steps);
-  float h[HYPER_COUNT] = {(float)c->lr, (float)(1 - c->lr * c->weight_decay), (float)(c->kind == UJ_OPTIM_ADAMW ? c->lr / bc1 : c->lr),
-                          (float)(c->kind == UJ_OPTIM_ADAMW ? sqrt(bc2) : 1)};
-  if ((st = tensor_write(o->hyper, h, sizeof h)) != UJ_OK) return st;
-  uj_tensor **dsts = malloc(3 * o->n * sizeof *dsts);
-  const UOp **vals = malloc(3 * o->n * sizeof *vals);
-  size_t n = 0;
-  if (!dsts || !vals) st = UJ_ERR_NOMEM, tensor_fail(s, "step", "out of memory");
+  if (st == UJ_OK) {
+    o->steps++;
+    const uj_optim_config *c = &o->cfg;
+    double bc1 = 1 - pow(c->beta1, (double)o->steps), bc2 = 1 - pow(c->beta2, (double)o->steps);
+    bool adam = c->kind == UJ_OPTIM_ADAMW;
+    float h[HYPER_COUNT] = {(float)c->lr, (float)(1 - c->lr * c->weight_decay), (float)(adam ? c->lr / bc1 : c->lr), (float)(adam ? sqrt(bc2) : 1)};
+    st = tensor_write(o->hyper, h, sizeof h);
+  }
+  uj_tensor **dsts = st == UJ_OK ? malloc(3 * o->n * sizeof *dsts) : NULL;
+  const UOp **upd = dsts ? malloc(3 * o->n * sizeof *upd) : NULL;
+  if (st == UJ_OK && !upd) st = UJ_ERR_NOMEM;
+  n = 0;
   for (size_t i = 0; st == UJ_OK && i < o->n; i++)
-    if (o->params[i]->grad) update(o, i, dsts, vals, &n);
+    if (o->params[i]->grad) update(o, i, dsts, upd, &n);
   for (size_t i = 0; st == UJ_OK && i < n; i++)
-    if (!vals[i]) st = UJ_ERR_ARG;
-  if (st == UJ_OK) st = tensor_assign_many(s, dsts, vals, n);
-  free(dsts), free(vals);
+    if (!upd[i]) st = UJ_ERR_ARG;
+  if (st == UJ_OK) st = tensor_assign_many(s, dsts, upd, n);
+  if (st == UJ_ERR_NOMEM && !uj_session_error(s)[0]) tensor_fail(s, "step", "out of memory");
+  free(dsts), free(upd), free(vals);
   return st;
 }

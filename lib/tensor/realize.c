@@ -36,8 +36,12 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
     if (!ts[i]) return UJ_ERR_ARG;
   if (n == 0) return UJ_OK;
   uj_session *s = ts[0]->s;
-  for (size_t i = 1; i < n; i++)
+  bool done = true;
+  for (size_t i = 0; i < n; i++) {
     if (ts[i]->s != s) return tensor_fail(s, "realize", "the tensors belong to different sessions"), UJ_ERR_ARG;
+    done &= schedule_view_buffer(ts[i]->node) != NULL;
+  }
+  if (done) return UJ_OK; /* each reads a buffer already: nothing to schedule (or to keep in the cache) */
   tensor_collect_buffers(s);
   tensor_collect_nodes(s);
   Schedule *sch = schedule_for(s, ts, n, NULL);
@@ -133,19 +137,26 @@ static bool forget_buffer(uj_session *s, const UOp *b, const UOp *value, const U
   return self || tensor_known_set(s, value, view);
 }
 
-uj_status tensor_assign_many(uj_session *s, uj_tensor *const *dsts, const UOp *const *values, size_t n) {
-  const UOp **bufs = malloc((n ? n : 1) * sizeof *bufs);
-  if (!bufs) return tensor_fail(s, "assign", "out of memory"), UJ_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++) bufs[i] = schedule_view_buffer(dsts[i]->node);
-  tensor_collect_buffers(s);
+uj_status tensor_run(uj_session *s, const UOp *const *values, size_t n, uj_tensor *const *into, const UOp **views) {
+  const UOp **bufs = calloc(n ? n : 1, sizeof *bufs);
+  if (!bufs) return tensor_fail(s, "realize", "out of memory"), UJ_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) bufs[i] = into[i] ? schedule_view_buffer(into[i]->node) : NULL;
+  tensor_collect_buffers(s); /* not the nodes: values may be no live tensor's */
   Schedule *sch = schedule_make(s->ctx, values, n, bufs, known_view, s, &s->next_buffer_id, &s->target, s->schedules);
   bool ok = sch && runtime_run(s->device, sch, &s->buffers);
-  schedule_free(sch);
   uj_status st = ok ? UJ_OK : UJ_ERR_COMPILE;
-  for (size_t i = 0; st == UJ_OK && i < n; i++)
-    if (!forget_buffer(s, bufs[i], values[i], dsts[i]->node)) st = UJ_ERR_NOMEM;
+  for (size_t i = 0; st == UJ_OK && i < n; i++) {
+    if (into[i] && !forget_buffer(s, bufs[i], values[i], into[i]->node)) st = UJ_ERR_NOMEM;
+    if (!into[i] && !tensor_known_set(s, values[i], sch->outputs[i])) st = UJ_ERR_NOMEM;
+    if (!into[i]) views[i] = sch->outputs[i];
+  }
+  schedule_free(sch);
   free(bufs);
   return st;
+}
+
+uj_status tensor_assign_many(uj_session *s, uj_tensor *const *dsts, const UOp *const *values, size_t n) {
+  return tensor_run(s, values, n, dsts, NULL);
 }
 
 uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {

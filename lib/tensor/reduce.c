@@ -46,12 +46,12 @@ static const UOp *reduce_max(uj_session *s, const UOp *x, const int64_t *ax, uns
 /* argmax of x along axis (kept, size 1), int32. */
 static const UOp *argmax(uj_session *s, const UOp *x, int64_t axis) {
   int64_t len = x->shape[axis];
-  uj_tensor *iota = uj_tensor_arange(s, UJ_INT32, (double)len, 0, -1); /* len - i */
+  const UOp *iota = tensor_iota(s, UJ_INT32, len);
   if (!iota) return NULL;
   int64_t shape[UJ_MAX_DIMS];
   for (unsigned k = 0; k < x->ndim; k++) shape[k] = k == axis ? len : 1;
-  const UOp *down = node_broadcast(s, "argmax", node_reshape(s, iota->node, shape, x->ndim), x->shape, x->ndim);
-  uj_tensor_free(iota); /* its node stays in the graph */
+  const UOp *rev = node_alu(s, UJ_OP_SUB, node_full(s, iota->dtype, (double)len, iota->shape, 1), iota); /* len - i */
+  const UOp *down = node_broadcast(s, "argmax", node_reshape(s, rev, shape, x->ndim), x->shape, x->ndim);
   const UOp *m = node_broadcast(s, "argmax", reduce_max(s, x, &axis, 1), x->shape, x->ndim);
   const UOp *hit = node_alu(s, UJ_OP_CMPEQ, x, m);
   const UOp *src[3] = {hit, down, node_full(s, dt_scalar(UJ_INT32), 0, x->shape, x->ndim)};
@@ -167,12 +167,11 @@ uj_tensor *uj_tensor_gather(uj_tensor *a, int axis, uj_tensor *index) {
   const UOp *xv = node_reshape(s, moved, shape, nd + 1);
   for (unsigned k = 0; k < nd; k++) full[k] = ix->shape[k];
   full[nd] = n;
-  uj_tensor *iota = uj_tensor_arange(s, (uj_scalar)ix->dtype.scalar, 0, (double)n, 1);
+  const UOp *iota = tensor_iota(s, (uj_scalar)ix->dtype.scalar, n);
   if (!iota || !xv) return NULL;
   int64_t ones[UJ_MAX_DIMS + 1];
   for (unsigned k = 0; k <= nd; k++) ones[k] = k == nd ? n : 1;
-  const UOp *pos = node_broadcast(s, "gather", node_reshape(s, iota->node, ones, nd + 1), full, nd + 1);
-  uj_tensor_free(iota);
+  const UOp *pos = node_broadcast(s, "gather", node_reshape(s, iota, ones, nd + 1), full, nd + 1);
   memcpy(shape, ix->shape, nd * sizeof *shape), shape[nd] = 1;
   const UOp *hit = node_alu(s, UJ_OP_CMPEQ, node_broadcast(s, "gather", node_reshape(s, ix, shape, nd + 1), full, nd + 1), pos);
   /* what a position not picked adds: -0.0 for floats, so the one picked comes out bit for bit (x + -0.0 is x; +0.0 made -0.0 +0.0) */

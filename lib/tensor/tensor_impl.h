@@ -20,6 +20,8 @@
 #include "uop/uop.h"
 #include "uopjit/tensor.h"
 
+enum { SESSION_IOTAS = 32 };
+
 struct uj_session {
   Ctx *ctx;
   Device *device;
@@ -39,6 +41,7 @@ struct uj_session {
   size_t nfreed;         /* tensors freed since memory was last collected */
   size_t collect_at;     /* the node count at which nodes are collected next */
   int64_t max_elements;  /* the most a tensor spans (SHAPE_MAX_ELEMENTS unless set lower) */
+  uj_tensor *iotas[SESSION_IOTAS]; /* tensor_iota's buffers, kept (live tensors of the session) */
 };
 
 struct uj_tensor {
@@ -75,8 +78,18 @@ void tensor_collect_nodes(uj_session *s);
  * optimizer's parameter reads its new moment), each kernel in place
  * where it reads its target only at the element it writes. */
 uj_status tensor_assign_many(uj_session *s, uj_tensor *const *dsts, const UOp *const *values, size_t n);
+/* Computes values[0..n) in one schedule: into[i] NULL: into a new buffer
+ * (its view in views[i], recorded as values[i]'s value); else into
+ * into[i]'s buffer, as tensor_assign_many. */
+uj_status tensor_run(uj_session *s, const UOp *const *values, size_t n, uj_tensor *const *into, const UOp **views);
 /* Copies bytes of host data into t's buffer (t realized, its size). */
 uj_status tensor_write(uj_tensor *t, const void *data, size_t bytes);
+/* 0, 1, .., n - 1 of an integer dtype, as a node reading a buffer the
+ * session keeps: the same buffer every time (a graph built again each
+ * step is then the same graph; uj_tensor_arange makes a new buffer each
+ * call). No user tensor reads it directly, so nothing assigns into it.
+ * NULL and a message on error. */
+const UOp *tensor_iota(uj_session *s, uj_scalar dtype, int64_t n);
 /* Records that node's value is in view (a RESHAPE of a BUFFER). */
 bool tensor_known_set(uj_session *s, const UOp *node, const UOp *view);
 /* Forgets the realized node known_ids[k] names (its entry cleared; the
