@@ -8,6 +8,8 @@
 #          them first (bench/install_peers.sh: apt-get, sudo when not root)
 #   scale  bench/scale.py build/uopjit [N...]  time and memory of scheduling and
 #          compiling against a graph's size, per family (default n 1000 .. 16000)
+#   train  build/bench_train           a training step (MLP, AdamW) vs PyTorch
+#          (bench/train_peer.py), 1 and 2 threads
 #
 # Usage: bench/run.sh            every benchmark, with its defaults
 #        bench/run.sh NAME [ARGS]  one benchmark, ARGS passed to it
@@ -16,18 +18,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-benches=(core jit peers scale)
+benches=(core jit peers scale train)
 if [ $# -gt 0 ]; then
   case "$1" in
-    core | jit | peers | scale) benches=("$1"); shift ;;
-    *) echo "usage: bench/run.sh [core|jit|peers|scale] [ARGS]" >&2; exit 2 ;;
+    core | jit | peers | scale | train) benches=("$1"); shift ;;
+    *) echo "usage: bench/run.sh [core|jit|peers|scale|train] [ARGS]" >&2; exit 2 ;;
   esac
 fi
 build="${UJ_BENCH_BUILD:-build}"
 
 # The peers first: CMake links OpenBLAS into bench_peers only if it finds it.
 # A failed install is not fatal: the absent peers' columns say so.
-if [[ " ${benches[*]} " == *" peers "* ]]; then
+if [[ " ${benches[*]} " == *" peers "* || " ${benches[*]} " == *" train "* ]]; then
   bench/install_peers.sh || echo "bench: some peers could not be installed; their columns will say absent" >&2
   # OpenBLAS 0.3.21 (Debian 12) does not know newer CPUs and falls back to
   # its SSE3 (Prescott) kernels: name its fastest core for this CPU. On
@@ -71,7 +73,10 @@ for name in "${benches[@]}"; do
   if [ "$name" = scale ]; then python3 bench/scale.py "$build/uopjit" "$@" >"$table"
   else "$build/bench_$name" "$@" >"$table"
   fi
-  if [ "$name" != peers ]; then # bench_peers writes its own machine line
+  if [ "$name" = train ]; then
+    printf '\n%s, %s; PyTorch %s.\n' "${cpu:-unknown CPU}" "$(date -u +%Y-%m-%d)" \
+      "$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent)" >>"$table"
+  elif [ "$name" != peers ]; then # bench_peers writes its own machine line
     printf '\n%s, one thread, %s.\n' "${cpu:-unknown CPU}" "$(date -u +%Y-%m-%d)" >>"$table"
   fi
   cat "$table"

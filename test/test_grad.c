@@ -87,7 +87,12 @@ static uj_tensor *f_mlp(uj_tensor *const *x) { /* relu(x w1) w2, softmax'd */
   return uj_tensor_log_softmax(uj_tensor_matmul(uj_tensor_unary(UJ_UN_RELU, uj_tensor_matmul(x[0], x[1])), x[2]), 1);
 }
 
-#define SH1(a) {a}
+static uj_tensor *f_layernorm(uj_tensor *const *x) { return uj_tensor_layernorm(x[0], x[1], x[2], 1e-5); }
+static uj_tensor *f_layernorm_plain(uj_tensor *const *x) { return uj_tensor_layernorm(x[0], NULL, NULL, 0.5); }
+static uj_tensor *f_cross_entropy(uj_tensor *const *x) {
+  int32_t t[4] = {2, -100, 0, 4}; /* the second row ignored */
+  return uj_tensor_cross_entropy(x[0], uj_tensor_from_data(S, UJ_INT32, (int64_t[]){4}, 1, t), -100);
+}
 static const Case cases[] = {
   {"neg", f_NEG, 1, {{2, 3}}, {2}, -2, 2},
   {"exp", f_EXP, 1, {{2, 3}}, {2}, -2, 2},
@@ -142,6 +147,9 @@ static const Case cases[] = {
   {"maxpool2d (stride, padding)", f_maxpool_pad, 1, {{2, 5, 5}}, {3}, -3, 3},
   {"avgpool2d", f_avgpool, 1, {{1, 4, 5}}, {3}, -3, 3},
   {"gather", f_gather, 1, {{2, 4}}, {2}, -2, 2},
+  {"layernorm", f_layernorm, 3, {{2, 3, 5}, {5}, {5}}, {3, 1, 1}, -2, 2},
+  {"layernorm (no affine)", f_layernorm_plain, 1, {{4, 6}}, {2}, -2, 2},
+  {"cross_entropy (an ignored row)", f_cross_entropy, 1, {{4, 5}}, {2}, -3, 3},
   {"mlp", f_mlp, 3, {{4, 3}, {3, 5}, {5, 2}}, {2, 2, 2}, -2, 2},
 };
 
@@ -308,12 +316,39 @@ static void test_backward(void) {
   uj_session_clear_error(S);
 }
 
+/* layernorm and cross_entropy: their values against the formulas here
+ * (their gradients are cases above), and their errors */
+static void test_layers(void) {
+  float xv[6] = {1, 2, 4, -1, 0, 5}, w[3] = {1, 2, 0.5f}, b[3] = {0, 1, -1};
+  uj_tensor *x = tf32(S, (int64_t[]){2, 3}, 2, xv);
+  double want[6];
+  for (int r = 0; r < 2; r++) {
+    double m = (xv[3 * r] + xv[3 * r + 1] + xv[3 * r + 2]) / 3, v = 0;
+    for (int k = 0; k < 3; k++) v += (xv[3 * r + k] - m) * (xv[3 * r + k] - m) / 3;
+    for (int k = 0; k < 3; k++) want[3 * r + k] = (xv[3 * r + k] - m) / sqrt(v + 1e-5) * w[k] + b[k];
+  }
+  expect(S, uj_tensor_layernorm(x, tf32(S, (int64_t[]){3}, 1, w), tf32(S, (int64_t[]){3}, 1, b), 1e-5), (int64_t[]){2, 3}, 2, want,
+         ulps(8, 1e-6), "layernorm");
+  int32_t tg[2] = {2, 7};
+  uj_tensor *t = uj_tensor_from_data(S, UJ_INT32, (int64_t[]){2}, 1, tg);
+  double lse = log(exp(1.0) + exp(2.0) + exp(4.0));
+  expect(S, uj_tensor_cross_entropy(x, t, 7), NULL, 0, VALS(lse - 4), ulps(8, 1e-6), "cross_entropy, one row ignored");
+  uj_tensor *all = uj_tensor_from_data(S, UJ_INT32, (int64_t[]){2}, 1, (int32_t[]){7, 7});
+  expect(S, uj_tensor_cross_entropy(x, all, 7), NULL, 0, VALS(NAN), EXACT, "cross_entropy, every row ignored");
+  CHECK(!uj_tensor_cross_entropy(x, x, -1), "float targets");
+  CHECK_STR(uj_session_error(S), "cross_entropy: takes logits (N, C) and integer targets (N,), not (2, 3) and (2, 3)", "targets");
+  CHECK(!uj_tensor_layernorm(x, t, NULL, 1e-5), "weight");
+  CHECK_STR(uj_session_error(S), "layernorm: weight of shape (2,) for a last axis of 3 in (2, 3)", "weight shape");
+  uj_session_clear_error(S);
+}
+
 int main(void) {
   S = suite_session("test_grad");
   Rng r = {0x9e3779b97f4a7c15ull};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) run_case(&cases[c], &r);
   test_ties();
   test_backward();
+  test_layers();
   uj_session_free(S);
   return check_report("test_grad");
 }

@@ -141,6 +141,15 @@ uj_tensor *uj_tensor_conv2d(uj_tensor *x, uj_tensor *w, uj_tensor *bias, const i
 uj_tensor *uj_tensor_maxpool2d(uj_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding);
 uj_tensor *uj_tensor_avgpool2d(uj_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding);
 
+/* ---- layers (docs/autodiff.md) ---- */
+/* (x - mean) / sqrt(var + eps) over the last axis (the biased variance),
+ * times weight, plus bias (each of the last axis's size, or NULL). */
+uj_tensor *uj_tensor_layernorm(uj_tensor *x, uj_tensor *weight, uj_tensor *bias, double eps);
+/* The mean over rows of -log_softmax(logits)[row, target[row]]: logits
+ * (N, C) float, target (N,) integer; rows whose target is ignore_index
+ * count for nothing, in the sum or the count (all ignored: NaN). */
+uj_tensor *uj_tensor_cross_entropy(uj_tensor *logits, uj_tensor *target, int64_t ignore_index);
+
 /* ---- computing ---- */
 /* Computes the tensors (one schedule for all), after which each reads a
  * buffer of the device. */

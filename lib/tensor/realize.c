@@ -37,11 +37,16 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   if (n == 0) return UJ_OK;
   uj_session *s = ts[0]->s;
   bool done = true;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n; i++)
     if (ts[i]->s != s) return tensor_fail(s, "realize", "the tensors belong to different sessions"), UJ_ERR_ARG;
-    done &= schedule_view_buffer(ts[i]->node) != NULL;
+  for (size_t i = 0; i < n; i++) {
+    const UOp *u = ts[i]->node, *view = u->id < s->cap_known ? s->known[u->id] : NULL;
+    done &= view || schedule_view_buffer(u);
   }
-  if (done) return UJ_OK; /* each reads a buffer already: nothing to schedule (or to keep in the cache) */
+  if (done) { /* each is a buffer, or was computed into one: nothing to schedule (or to keep in the cache) */
+    for (size_t i = 0; i < n; i++) ts[i]->node = known_view(s, ts[i]->node, ts[i]->node);
+    return UJ_OK;
+  }
   tensor_collect_buffers(s);
   tensor_collect_nodes(s);
   Schedule *sch = schedule_for(s, ts, n, NULL);

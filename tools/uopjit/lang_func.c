@@ -251,6 +251,28 @@ static bool f_conv2d(Call *c, const Callable *f, Value *out) {
   return call_return(c, uj_tensor_conv2d(x, w, bias, stride, padding, dilation, groups), out);
 }
 
+static bool f_layernorm(Call *c, const Callable *f, Value *out) {
+  uj_tensor *x, *w = NULL, *b = NULL;
+  double eps = 1e-5;
+  const Value *const *a = c->arg;
+  if (!arg_tensor(c, a[0], "x", &x)) return false;
+  if ((a[1] && a[1]->kind != V_NONE && !arg_tensor(c, a[1], "weight", &w)) || (a[2] && a[2]->kind != V_NONE && !arg_tensor(c, a[2], "bias", &b)))
+    return false;
+  if (a[3] && !value_is_number(a[3])) return call_error(c, "eps must be a number, not %s", value_a_kind(a[3]));
+  if (a[3]) eps = value_number(a[3]);
+  return call_return(c, uj_tensor_layernorm(x, w, b, eps), out);
+}
+
+static bool f_cross_entropy(Call *c, const Callable *f, Value *out) {
+  uj_tensor *logits, *target;
+  int64_t ignore = -100;
+  const Value *const *a = c->arg;
+  if (!arg_tensor(c, a[0], "logits", &logits) || !arg_tensor(c, a[1], "target", &target) ||
+      (a[2] && !arg_int(c, a[2], "ignore_index", &ignore)))
+    return false;
+  return call_return(c, uj_tensor_cross_entropy(logits, target, ignore), out);
+}
+
 static bool f_pool(Call *c, const Callable *f, Value *out) {
   uj_tensor *x;
   int64_t kernel[2], stride[2], padding[2] = {0, 0};
@@ -306,6 +328,8 @@ static const Callable functions[] = {
     {"conv2d", f_conv2d, {"x", "w", "bias", "stride", "padding", "dilation", "groups"}, 2, false, 0},
     {"maxpool2d", f_pool, {"x", "kernel", "stride", "padding"}, 2, false, 0},
     {"avgpool2d", f_pool, {"x", "kernel", "stride", "padding"}, 2, false, 1},
+    {"layernorm", f_layernorm, {"x", "weight", "bias", "eps"}, 1, false, 0},
+    {"cross_entropy", f_cross_entropy, {"logits", "target", "ignore_index"}, 2, false, 0},
     {"cat", f_join, {"axis"}, 1, true, 0},
     {"stack", f_join, {"axis"}, 1, true, 1},
     {"print", f_print, {NULL}, 0, true, 0},
