@@ -415,13 +415,15 @@ uj_status uj_tensor_set_requires_grad(uj_tensor *t, bool on) {
   if (on && !differentiable(t->node)) return tensor_fail(s, "requires_grad", "a parameter must be a float tensor"), UJ_ERR_ARG;
   const UOp *b = schedule_view_buffer(t->node);
   if (on && (!b || shared_buffer(s, t, b))) {
-    RtBuffer *mem;
+    RtBuffer *mem; /* t keeps its graph (and what it reads alive) until its value is in the new buffer */
     const UOp *value = t->node;
     const UOp *view = tensor_new_buffer(s, (uj_scalar)value->dtype.scalar, value->shape, value->ndim, &mem);
-    if (!view) return UJ_ERR_NOMEM;
-    t->node = view;
-    uj_status st = tensor_assign_many(s, &t, &value, 1);
+    uj_tensor *dst = view ? tensor_wrap(s, "requires_grad", view) : NULL;
+    if (!dst) return UJ_ERR_NOMEM;
+    uj_status st = tensor_assign_many(s, &dst, &value, 1);
+    uj_tensor_free(dst);
     if (st != UJ_OK) return st;
+    t->node = view;
   }
   t->requires_grad = on;
   return UJ_OK;
