@@ -83,6 +83,7 @@ static uj_tensor *f_gather(uj_tensor *const *x) {
   uj_tensor *i = uj_tensor_from_data(S, UJ_INT32, (int64_t[]){2, 3}, 2, idx);
   return uj_tensor_unary(UJ_UN_EXP, uj_tensor_gather(x[0], 1, i));
 }
+static uj_tensor *f_attention(uj_tensor *const *x) { return uj_tensor_attention(x[0], x[1], x[2], true); }
 static uj_tensor *f_mlp(uj_tensor *const *x) { /* relu(x w1) w2, softmax'd */
   return uj_tensor_log_softmax(uj_tensor_matmul(uj_tensor_unary(UJ_UN_RELU, uj_tensor_matmul(x[0], x[1])), x[2]), 1);
 }
@@ -150,6 +151,7 @@ static const Case cases[] = {
   {"layernorm", f_layernorm, 3, {{2, 3, 5}, {5}, {5}}, {3, 1, 1}, -2, 2},
   {"layernorm (no affine)", f_layernorm_plain, 1, {{4, 6}}, {2}, -2, 2},
   {"cross_entropy (an ignored row)", f_cross_entropy, 1, {{4, 5}}, {2}, -3, 3},
+  {"attention (causal, the queries the last 3 of 4)", f_attention, 3, {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}}, {3, 3, 3}, -1, 1},
   {"mlp", f_mlp, 3, {{4, 3}, {3, 5}, {5, 2}}, {2, 2, 2}, -2, 2},
 };
 

@@ -66,8 +66,15 @@ static void check(uj_session *s, Rng *r, int64_t b, int64_t h, int64_t t, int64_
    * the CPU's schedule (on EVAL, shaped for sm_90, attention is not one kernel yet) */
   size_t kernels = t % 16 == 0 && t >= 32 ? 2 : 1;
   CHECK(!on_cpu() || uj_tensor_kernel_count(out) == kernels, "%s: %zu kernels, want %zu", what, uj_tensor_kernel_count(out), kernels);
+  /* the library's attention (its causal mask made in the kernel): the same kernels, the same values
+   * (without a mask, the same graph as out: counted before out is computed) */
+  char lib[128];
+  snprintf(lib, sizeof lib, "%s, uj_tensor_attention", what);
+  uj_tensor *att = mask < 2 ? uj_tensor_attention(q, k, v, mask == 1) : NULL;
+  CHECK(!on_cpu() || !att || uj_tensor_kernel_count(att) == kernels, "%s: %zu kernels, want %zu", lib, uj_tensor_kernel_count(att), kernels);
   double *want = reference(hq, hk, hv, hm, b * h, t, d);
   expect(s, out, SHAPE(b, h, t, d), want, BOUNDED, what);
+  if (att) expect(s, att, SHAPE(b, h, t, d), want, BOUNDED, lib);
   free(hq), free(hk), free(hv), free(hm), free(want);
 }
 

@@ -149,6 +149,11 @@ uj_tensor *uj_tensor_layernorm(uj_tensor *x, uj_tensor *weight, uj_tensor *bias,
  * (N, C) float, target (N,) integer; rows whose target is ignore_index
  * count for nothing, in the sum or the count (all ignored: NaN). */
 uj_tensor *uj_tensor_cross_entropy(uj_tensor *logits, uj_tensor *target, int64_t ignore_index);
+/* softmax(q k^T / sqrt(D)) v over the last two axes: q (.., T, D), k
+ * (.., S, D), v (.., S, E), batch axes equal; causal: a query sees the
+ * keys up to its own position, the queries being the last T of S. On the
+ * CPU, one flash-style kernel (docs/schedule.md "Online fusion"). */
+uj_tensor *uj_tensor_attention(uj_tensor *q, uj_tensor *k, uj_tensor *v, bool causal);
 
 /* ---- computing ---- */
 /* Computes the tensors (one schedule for all), after which each reads a

@@ -309,7 +309,7 @@ static bool backprop(uj_session *s, RuleSet *rs, Walk *w, const Wanted *wmap, co
       if (!c.want[i]) continue;
       const UOp *x = u->src[i];
       if (!c.d[i]) return false; /* a builder failed: its message is set */
-      if (c.d[i]->ndim != x->ndim || memcmp(c.d[i]->shape, x->shape, x->ndim * sizeof *x->shape) || !dt_eq(c.d[i]->dtype, x->dtype)) {
+      if (c.d[i]->ndim != x->ndim || (x->ndim && memcmp(c.d[i]->shape, x->shape, x->ndim * sizeof *x->shape)) || !dt_eq(c.d[i]->dtype, x->dtype)) {
         char a[128], b[128];
         return tensor_fail(s, "gradient", "the rule for %s gave %s for a source of shape %s", op_table[u->op].name,
                            tensor_shape_str(c.d[i], a, sizeof a), tensor_shape_str(x, b, sizeof b)), false;
@@ -362,7 +362,7 @@ static uj_status tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *c
   if (!differentiable(l)) return tensor_fail(s, "gradient", "the loss must be a float tensor"), UJ_ERR_ARG;
   if (seed) {
     if (seed->s != s) return tensor_fail(s, "gradient", "the tensors belong to different sessions"), UJ_ERR_ARG;
-    if (seed->node->ndim != l->ndim || memcmp(seed->node->shape, l->shape, l->ndim * sizeof *l->shape))
+    if (seed->node->ndim != l->ndim || (l->ndim && memcmp(seed->node->shape, l->shape, l->ndim * sizeof *l->shape)))
       return tensor_fail(s, "gradient", "seed of shape %s for a loss of shape %s", tensor_shape_str(seed->node, a, sizeof a),
                          tensor_shape_str(l, b, sizeof b)), UJ_ERR_ARG;
     if (!(sd = node_cast(s, seed->node, (uj_scalar)l->dtype.scalar))) return UJ_ERR_ARG;

@@ -1,5 +1,5 @@
 /* layers.c — the layers a transformer trains with, built of tensor ops
- * (tensor.h): layernorm and cross-entropy. Their gradients follow from
+ * (tensor.h): layernorm, cross-entropy and attention. Their gradients follow from
  * what they are built of (docs/autodiff.md); the scheduler fuses each
  * into kernels by rows like a softmax.
  *
@@ -71,4 +71,51 @@ uj_tensor *uj_tensor_cross_entropy(uj_tensor *logits, uj_tensor *target, int64_t
   uj_tensor *r = t[9] ? tensor_wrap(s, "cross_entropy", t[9]->node) : NULL;
   drop(t, 10);
   return r;
+}
+
+/* -inf where key j lies after query i (j > i + S - T: the queries are the
+ * last T of S positions), else 0: (T, S), of dtype d, from the session's
+ * kept iotas (no buffer of its own). */
+static uj_tensor *causal_mask(uj_session *s, int64_t t, int64_t sk, uj_scalar d) {
+  const UOp *rows = tensor_iota(s, UJ_INT64, t), *cols = tensor_iota(s, UJ_INT64, sk);
+  uj_tensor *r = tensor_wrap(s, "attention", node_reshape(s, rows, (int64_t[]){t, 1}, 2));
+  uj_tensor *c = tensor_wrap(s, "attention", node_reshape(s, cols, (int64_t[]){1, sk}, 2));
+  uj_tensor *m[7] = {r, c};
+  m[2] = uj_tensor_binary_scalar(UJ_BIN_ADD, r, (double)(sk - t), false);
+  m[3] = uj_tensor_binary(UJ_BIN_GT, c, m[2]);
+  m[4] = uj_tensor_full(s, d, NULL, 0, -INFINITY), m[5] = uj_tensor_full(s, d, NULL, 0, 0);
+  m[6] = uj_tensor_where(m[3], m[4], m[5]);
+  uj_tensor *out = m[6] ? tensor_wrap(s, "attention", m[6]->node) : NULL;
+  drop(m, 7);
+  return out;
+}
+
+uj_tensor *uj_tensor_attention(uj_tensor *q, uj_tensor *k, uj_tensor *v, bool causal) {
+  if (!q || !k || !v) return NULL;
+  uj_session *s = q->s;
+  char a[128], b[128], c[128];
+  const UOp *qn = q->node, *kn = k->node, *vn = v->node;
+  if (k->s != s || v->s != s) return tensor_fail(s, "attention", "the tensors belong to different sessions");
+  bool ok = qn->ndim >= 2 && kn->ndim == qn->ndim && vn->ndim == qn->ndim && dt_is_float(qn->dtype);
+  unsigned nd = qn->ndim;
+  ok = ok && kn->shape[nd - 1] == qn->shape[nd - 1] && vn->shape[nd - 2] == kn->shape[nd - 2];
+  ok = ok && (!causal || kn->shape[nd - 2] >= qn->shape[nd - 2]);
+  if (!ok)
+    return tensor_fail(s, "attention", "q %s, k %s, v %s: want float (.., T, D), (.., S, D), (.., S, E)%s", tensor_shape_str(qn, a, sizeof a),
+                       tensor_shape_str(kn, b, sizeof b), tensor_shape_str(vn, c, sizeof c), causal ? " with S >= T" : "");
+  int64_t t = qn->shape[nd - 2], sk = kn->shape[nd - 2], d = qn->shape[nd - 1];
+  uj_tensor *x[7] = {0};
+  x[0] = uj_tensor_transpose(k, -2, -1);
+  x[1] = uj_tensor_matmul(q, x[0]);
+  x[2] = uj_tensor_binary_scalar(UJ_BIN_MUL, x[1], 1.0 / sqrt((double)d), false);
+  uj_tensor *scores = x[2];
+  if (causal && scores) {
+    x[3] = causal_mask(s, t, sk, (uj_scalar)qn->dtype.scalar);
+    scores = x[4] = uj_tensor_binary(UJ_BIN_ADD, scores, x[3]);
+  }
+  x[5] = uj_tensor_softmax(scores, -1);
+  x[6] = uj_tensor_matmul(x[5], v);
+  uj_tensor *out = x[6] ? tensor_wrap(s, "attention", x[6]->node) : NULL;
+  drop(x, 7);
+  return out;
 }

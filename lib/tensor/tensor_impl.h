@@ -9,7 +9,7 @@
  *   views.c       reshape, expand, permute, flip, pad, shrink, cat, stack
  *   reduce.c      sum/max/min/mean/argmax, softmax, gather
  *   nn.c          matmul, conv2d, pooling
- *   layers.c      layernorm, cross-entropy
+ *   layers.c      layernorm, cross-entropy, attention
  *   realize.c     scheduling, running, copying to host, schedule text
  *   grad.c        reverse-mode autodiff: one gradient rule per op
  *   optim.c       SGD and AdamW steps, in place, in one schedule */

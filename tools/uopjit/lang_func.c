@@ -273,6 +273,16 @@ static bool f_cross_entropy(Call *c, const Callable *f, Value *out) {
   return call_return(c, uj_tensor_cross_entropy(logits, target, ignore), out);
 }
 
+static bool f_attention(Call *c, const Callable *f, Value *out) {
+  uj_tensor *q, *k, *v;
+  bool causal = false;
+  const Value *const *a = c->arg;
+  if (!arg_tensor(c, a[0], "q", &q) || !arg_tensor(c, a[1], "k", &k) || !arg_tensor(c, a[2], "v", &v) ||
+      (a[3] && !arg_bool(c, a[3], "causal", &causal)))
+    return false;
+  return call_return(c, uj_tensor_attention(q, k, v, causal), out);
+}
+
 static bool f_pool(Call *c, const Callable *f, Value *out) {
   uj_tensor *x;
   int64_t kernel[2], stride[2], padding[2] = {0, 0};
@@ -330,6 +340,7 @@ static const Callable functions[] = {
     {"avgpool2d", f_pool, {"x", "kernel", "stride", "padding"}, 2, false, 1},
     {"layernorm", f_layernorm, {"x", "weight", "bias", "eps"}, 1, false, 0},
     {"cross_entropy", f_cross_entropy, {"logits", "target", "ignore_index"}, 2, false, 0},
+    {"attention", f_attention, {"q", "k", "v", "causal"}, 3, false, 0},
     {"cat", f_join, {"axis"}, 1, true, 0},
     {"stack", f_join, {"axis"}, 1, true, 1},
     {"print", f_print, {NULL}, 0, true, 0},
