@@ -313,6 +313,10 @@ static void test_backward(void) {
   CHECK_STR(uj_session_error(S), "gradient: tensor 0 is not a float tensor", "int wrt");
   CHECK(uj_tensor_gradients(uj_tensor_cast(i, UJ_INT64), NULL, &w, 1, &g) != UJ_OK, "int loss");
   CHECK_STR(uj_session_error(S), "gradient: the loss must be a float tensor", "int loss");
+  uj_tensor *done = sum(uj_tensor_binary(UJ_BIN_MUL, w, w));
+  CHECK(uj_tensor_realize(&done, 1) == UJ_OK && uj_tensor_gradients(done, NULL, &w, 1, &g) != UJ_OK, "a realized loss");
+  CHECK_STR(uj_session_error(S), "gradient: the loss was computed already (read or realized): take its gradients first, or compute it with the step",
+            "a realized loss");
   CHECK(uj_tensor_gradients(loss, NULL, (uj_tensor *[]){w, w}, 2, (uj_tensor *[2]){0}) != UJ_OK, "twice");
   CHECK_STR(uj_session_error(S), "gradient: a tensor appears twice among those differentiated with respect to", "twice");
   uj_session_clear_error(S);

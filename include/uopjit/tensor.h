@@ -217,9 +217,9 @@ typedef struct uj_optim_config {
   double max_grad_norm; /* > 0: gradients scaled so their global norm is at most this */
 } uj_optim_config;
 typedef struct uj_optimizer uj_optimizer;
-/* An optimizer of params[0..n) (parameters: uj_tensor_set_requires_grad);
- * its moments live in device buffers of the session. NULL and a message on
- * error. */
+/* An optimizer of params[0..n) (parameters: uj_tensor_set_requires_grad),
+ * which must live as long as it; its moments and grad buffers live in
+ * device buffers of the session. NULL and a message on error. */
 uj_optimizer *uj_optim_new(uj_session *s, const uj_optim_config *cfg, uj_tensor *const *params, size_t n);
 /* One step: every parameter's grad (and also[0..nalso), the loss, say,
  * so that the forward is computed once) in one schedule, then every

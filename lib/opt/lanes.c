@@ -79,14 +79,16 @@ static int64_t const_bound(const UOp *r, int64_t lo, int64_t hi) {
 
 /* The scalar REDUCEs in value that depend on j, none nesting another and
  * none with a range that depends on j; 0 when there are none, or more
- * than fit out, or such a nesting. */
+ * than fit out, or such a nesting, or a REDUCE over j itself. */
 static size_t inner_reduces(Ctx *ctx, const UOp *value, const UOp *j, const UOp **out) {
   const UOp **nodes = NULL;
   size_t count = uop_toposort(ctx, value, &nodes), n = 0;
   bool ok = count > 0;
   for (size_t i = 0; ok && i < count; i++) {
     const UOp *u = nodes[i];
-    if (u->op != UJ_OP_REDUCE || u->dtype.lanes != 1 || !opt_depends(ctx, u, j)) continue;
+    for (uint32_t k = 1; ok && u->op == UJ_OP_REDUCE && k < u->nsrc; k++)
+      ok = u->src[k] != j; /* a REDUCE over j itself (a max sharing the sum's loop: shadow.c) would lose its range to a lane's constant */
+    if (!ok || u->op != UJ_OP_REDUCE || u->dtype.lanes != 1 || !opt_depends(ctx, u, j)) continue;
     for (uint32_t k = 1; ok && k < u->nsrc; k++) ok = !opt_contains(ctx, u->src[k], j);
     for (size_t o = 0; ok && o < n; o++) ok = !opt_contains(ctx, u->src[0], out[o]);
     ok = ok && n < LANES_MAX_INNER;

@@ -265,7 +265,8 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const TargetDesc *target, const
   bool per_block = around && !whole && panel <= budget && outer->nsrc == 2;
   if (panel > budget) m = 0;
   /* a tile's rows of the other operand: T blocks of (outputs / m) rows of k elements */
-  int64_t most = m ? (int64_t)target->l2_bytes / ((int64_t)(inner->nsrc - 1) / (int64_t)m * longest * elem) : TILE_MAX_BLOCKS / 2;
+  int64_t rows_per = m ? (int64_t)(inner->nsrc - 1) / (int64_t)m : 0; /* 0 when the panel loads outnumber the outputs (a forced tile) */
+  int64_t most = m ? (int64_t)target->l2_bytes / ((rows_per > 0 ? rows_per : 1) * (longest > 0 ? longest : 1) * elem) : TILE_MAX_BLOCKS / 2;
   most = most < TILE_MAX_BLOCKS ? most : TILE_MAX_BLOCKS;
   if (forced) /* any T up to the row blocks (the last tile shorter when T does not divide them); 1: no tiles */
     blocks = config->tile > 1 && config->tile <= (uint64_t)rows ? config->tile : 0;

@@ -96,29 +96,33 @@ static const UOp *g_cast(Rewriter *rw, const UOp *r, const Binds *m) {
   CTX;
   return give(c, r, dt_is_float(m->x->dtype) ? node_cast(s, g, (uj_scalar)m->x->dtype.scalar) : NULL, NULL, NULL);
 }
+/* The gradients of the two sides of a max (or a min) of x and y: g to
+ * the side that wins (x where x_wins, y where y_wins), a tie split in
+ * halves, or nothing at a tie against a constant. */
+static void winner(Grad *c, const UOp *x, const UOp *y, const UOp *x_wins, const UOp *y_wins, bool want_x, bool want_y,
+                   const UOp **dx, const UOp **dy) {
+  uj_session *s = c->s;
+  const UOp *g = c->g, *zero = k(s, g, 0);
+  const UOp *half = is_constant(x) || is_constant(y) ? zero : mul(s, g, k(s, g, 0.5)), *tie = node_alu(s, UJ_OP_CMPEQ, x, y);
+  *dx = want_x ? where(s, x_wins, g, where(s, tie, half, zero)) : NULL;
+  *dy = want_y ? where(s, y_wins, g, where(s, tie, half, zero)) : NULL;
+}
+
 /* d max(x, y) = (g [x > y], g [y > x]), a tie split in halves (PyTorch's
  * maximum); against a constant the tie gives the tensor nothing (relu'(0)
  * = 0, as PyTorch). */
 static const UOp *g_max(Rewriter *rw, const UOp *r, const Binds *m) {
   CTX;
-  const UOp *x = m->x, *y = m->y, *zero = k(s, g, 0);
-  bool cx = is_constant(x), cy = is_constant(y);
-  const UOp *half = cx || cy ? zero : mul(s, g, k(s, g, 0.5)), *tie = node_alu(s, UJ_OP_CMPEQ, x, y);
-  const UOp *dx = c->want[0] ? where(s, node_alu(s, UJ_OP_CMPLT, y, x), g, where(s, tie, half, zero)) : NULL;
-  const UOp *dy = c->want[1] ? where(s, node_alu(s, UJ_OP_CMPLT, x, y), g, where(s, tie, half, zero)) : NULL;
+  const UOp *dx, *dy;
+  winner(c, m->x, m->y, node_alu(s, UJ_OP_CMPLT, m->y, m->x), node_alu(s, UJ_OP_CMPLT, m->x, m->y), c->want[0], c->want[1], &dx, &dy);
   return give(c, r, dx, dy, NULL);
 }
 /* minimum(x, y) = where(x < y, x, y): (g [x < y], g [y < x]), a tie split
  * in halves (PyTorch's minimum); against a constant, nothing at a tie. */
 static const UOp *g_minimum(Rewriter *rw, const UOp *r, const Binds *m) {
   CTX;
-  const UOp *x = m->x, *y = m->y, *zero = k(s, g, 0);
-  bool want_x = c->want[1], want_y = c->want[2]; /* WHERE's sources: the compare, x, y */
-  if (!want_x && !want_y) return give(c, r, NULL, NULL, NULL);
-  bool cx = is_constant(x), cy = is_constant(y);
-  const UOp *half = cx || cy ? zero : mul(s, g, k(s, g, 0.5)), *tie = node_alu(s, UJ_OP_CMPEQ, x, y);
-  const UOp *dx = want_x ? where(s, node_alu(s, UJ_OP_CMPLT, x, y), g, where(s, tie, half, zero)) : NULL;
-  const UOp *dy = want_y ? where(s, node_alu(s, UJ_OP_CMPLT, y, x), g, where(s, tie, half, zero)) : NULL;
+  const UOp *dx, *dy; /* WHERE's sources: the compare, x, y */
+  winner(c, m->x, m->y, node_alu(s, UJ_OP_CMPLT, m->x, m->y), node_alu(s, UJ_OP_CMPLT, m->y, m->x), c->want[1], c->want[2], &dx, &dy);
   return give(c, r, NULL, dx, dy);
 }
 /* abs x = where(x < 0, -x, x): g sign(x), 0 at 0 (PyTorch's) */
@@ -360,6 +364,11 @@ static uj_status tensor_gradients(uj_tensor *loss, uj_tensor *seed, uj_tensor *c
   char a[128], b[128];
   const UOp *l = loss->node, *sd;
   if (!differentiable(l)) return tensor_fail(s, "gradient", "the loss must be a float tensor"), UJ_ERR_ARG;
+  bool is_wrt = false;
+  for (size_t i = 0; i < n && wrt; i++) is_wrt |= wrt[i] && wrt[i]->node == l;
+  if (schedule_view_buffer(l) && !is_wrt) /* realized: its graph was replaced by its buffer */
+    return tensor_fail(s, "gradient", "the loss was computed already (read or realized): take its gradients first, or compute it with the step"),
+           UJ_ERR_ARG;
   if (seed) {
     if (seed->s != s) return tensor_fail(s, "gradient", "the tensors belong to different sessions"), UJ_ERR_ARG;
     if (seed->node->ndim != l->ndim || (l->ndim && memcmp(seed->node->shape, l->shape, l->ndim * sizeof *l->shape)))
