@@ -6,7 +6,9 @@
  * missing, reported as a race naming the memory, the element and both
  * threads; a barrier in a loop some threads leave early; `reg` memory
  * private to a thread; local memory that does not outlive its workgroup;
- * two threads storing one output element; BARRIER outside a workgroup
+ * two threads storing one output element; additions (STORE_ADD) from
+ * many threads into one element, which race only with a STORE or a LOAD
+ * of it; BARRIER outside a workgroup
  * (its effects only), on the CPU JIT too, which rejects one inside. */
 #include <stdlib.h>
 
@@ -134,6 +136,15 @@ static const struct {
      "(SINK (END %l (STORE (INDEX (PARAM:int32* 0) (IDIV %l (CONST:int32 2))) %l)))",
      {"eval: STORE:", "element 0 of PARAM 0 was stored by thread (r0=0) since the last BARRIER, "
                       "and thread (r0=1) stores it"}},
+    {"a store and an addition to one element", /* STORE_ADDs do not race with each other, but with a STORE */
+     "%l = (RANGE local 0 (CONST:int32 4))\n"
+     "(SINK (END %l (STORE_ADD (INDEX (PARAM:int32* 0) (CONST:int32 0)) %l) (STORE (INDEX (PARAM:int32* 0) (CONST:int32 0) (CMPEQ %l (CONST:int32 3))) %l)))",
+     {"eval: STORE:", "element 0 of PARAM 0 was added to by thread (r0=0) since the last BARRIER, and thread (r0=3) stores it"}},
+    {"an addition read back", /* a kernel reads memory as it was before it ran */
+     "%l = (RANGE local 0 (CONST:int32 4))\n"
+     "(SINK (END %l (STORE_ADD (INDEX (PARAM:int32* 0) (CONST:int32 0)) %l) (BARRIER)"
+     " (STORE (INDEX (PARAM:int32* 0) (ADD %l (CONST:int32 1))) (LOAD (INDEX (PARAM:int32* 0) (CONST:int32 0))))))",
+     {"eval: LOAD:", "element 0 was stored earlier in this run"}},
     {"2048 threads",
      "%l = (RANGE local 0 (CONST:int32 64))\n%m = (RANGE local 1 (CONST:int32 32))\n"
      "(SINK (END %l (END %m (STORE (INDEX (PARAM:int32* 0) (CONST:int32 0)) %l))))",
@@ -164,6 +175,13 @@ static void test_rules(Ctx *ctx) {
 
   for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
     expect_run(ctx, refused[i].name, refused[i].text, refused[i].want, 2, out, sizeof out, NULL, 0, NULL, 0);
+
+  /* Additions from every thread of two workgroups into two elements: no race, the sums. */
+  const char *adds = "%g = (RANGE global 0 (CONST:int32 2))\n%l = (RANGE local 1 (CONST:int32 8))\n"
+                     "(SINK (END %g (END %l (STORE_ADD (INDEX (PARAM:int32* 0) (MOD %l (CONST:int32 2))) (ADD %l %g)))))";
+  out[0] = 100, out[1] = 200;
+  expect_run(ctx, "additions", adds, NULL, 0, out, 2 * sizeof *out, NULL, 0, NULL, 0);
+  CHECK(out[0] == 100 + 2 * (0 + 2 + 4 + 6) + 4 && out[1] == 200 + 2 * (1 + 3 + 5 + 7) + 4, "additions: %d %d", out[0], out[1]);
 
   /* `reg` memory is each thread's own. */
   const char *reg =

@@ -58,6 +58,17 @@ static const UOp *sample(Ctx *ctx, Op op, int64_t v) {
   case UJ_OP_LOAD: return uj_uop_new(ctx, op, f32, &ix, 1, arg_none());
   case UJ_OP_STORE:
     return uj_uop_new(ctx, op, dt_scalar(UJ_VOID), (const UOp *[]){ix, fv}, 2, arg_none());
+  case UJ_OP_STORE_ADD:
+    return uj_uop_new(ctx, op, dt_scalar(UJ_VOID), (const UOp *[]){ix, fv}, 2, arg_none());
+  case UJ_OP_GATHER:
+  case UJ_OP_SCATTER: {
+    DType pi = uj_dtype_ptr(UJ_INT32, 1, UJ_AS_GLOBAL);
+    const UOp *ib = uj_uop_new(ctx, UJ_OP_BUFFER, pi, NULL, 0, (Arg){device, (int64_t[]){1, 16}, 2});
+    const UOp *x = uj_uop_new(ctx, UJ_OP_RESHAPE, f32, &buf, 1, (Arg){NULL, (int64_t[]){2, 8}, 2});
+    const UOp *j = uj_uop_new(ctx, UJ_OP_RESHAPE, i32, &ib, 1, (Arg){NULL, (int64_t[]){2, 8}, 2});
+    int64_t arg[2] = {v % 2, 4 + v};
+    return uj_uop_new(ctx, op, f32, (const UOp *[]){x, j}, 2, (Arg){NULL, arg, op == UJ_OP_GATHER ? 1 : 2});
+  }
   case UJ_OP_CAST: return uj_uop_new(ctx, op, f32, &cv, 1, arg_none());
   case UJ_OP_BITCAST: return uj_uop_new(ctx, op, f32, &cv, 1, arg_none());
   case UJ_OP_NEG: return uj_uop_new(ctx, op, i32, &cv, 1, arg_none());

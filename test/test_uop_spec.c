@@ -342,6 +342,19 @@ static void test_tensor_ops(Ctx *ctx) {
     {"(ADD %t (PERMUTE 1 0 %t))", "sources have different shapes (2, 3) and (3, 2)"},
     {"(WHERE (CMPLT %t %t) %t (FLIP 0 (RESHAPE 3 2 %t)))", "sources have different shapes (2, 3) and (3, 2)"},
     {"(RESHAPE 3 2 (PARAM:float32* 0))", "RESHAPE takes a value or a BUFFER, not float32*"},
+    {"(GATHER 1 %t (RESHAPE 2 5 (BUFFER:int8* 1 10 CPU)))", NULL},
+    {"(GATHER 0 %t (RESHAPE 1 3 (BUFFER:int64* 1 3 CPU)))", NULL},
+    {"(GATHER 1 %t (RESHAPE 3 1 (BUFFER:int32* 1 3 CPU)))", "GATHER index of shape (3, 1) does not fit (2, 3) off axis 1"},
+    {"(GATHER 1 %t (RESHAPE 6 (BUFFER:int32* 1 6 CPU)))", "GATHER index of shape (6,) does not fit (2, 3) off axis 1"},
+    {"(GATHER 2 %t (RESHAPE 2 3 (BUFFER:int32* 1 6 CPU)))", "GATHER takes one axis of (2, 3)"},
+    {"(GATHER 0 %t %t)", "GATHER index must be an integer tensor, not float32"},
+    {"(SCATTER 1 7 %t (RESHAPE 2 3 (BUFFER:uint8* 1 6 CPU)))", NULL},
+    {"(SCATTER 1 %t (RESHAPE 2 3 (BUFFER:int32* 1 6 CPU)))", "SCATTER takes an axis of (2, 3) and a size"},
+    {"(SCATTER 0 4 %t (RESHAPE 3 2 (BUFFER:int32* 1 6 CPU)))", "SCATTER index of shape (3, 2) is not the values' (2, 3)"},
+    {"(SCATTER 0 4 (RESHAPE 2 3 (BUFFER:bool* 1 6 CPU)) (RESHAPE 2 3 (BUFFER:int32* 2 6 CPU)))", "SCATTER adds numbers, not bool"},
+    {"(STORE_ADD (INDEX (PARAM:float32* 0) (CONST:int32 0)) (CONST:float32 1.0))", NULL},
+    {"(STORE_ADD (INDEX (ALLOC:float32*local 0 4) (CONST:int32 0)) (CONST:float32 1.0))", "STORE_ADD adds into global memory, not float32*local"},
+    {"(STORE_ADD (INDEX (PARAM:bool* 0) (CONST:int32 0)) (CONST:bool true))", "STORE_ADD does not add bool"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char text[512];

@@ -82,6 +82,9 @@ typedef enum uj_op {
   UJ_OP_ALLOC,
   /* workgroups: every thread of the group reaches it before any goes on */
   UJ_OP_BARRIER,
+  /* data-dependent indexing: a load at an index read from a tensor, and
+   * its adjoint, additions into memory at such indices */
+  UJ_OP_GATHER, UJ_OP_SCATTER, UJ_OP_STORE_ADD,
   UJ_OP_COUNT
 } uj_op;
 

@@ -133,7 +133,15 @@ static bool store(Run *r, uint32_t k, const UOp *u, const uint32_t *src) {
   const Ptr *p = P(r, src[0]);
   if (!p->valid) return true;
   unsigned char *at = element(r, k, p, dt_base(u->src[0]->dtype));
-  if (at) mem_write(at, u->src[1]->dtype, W(r, src[1]));
+  DType d = u->src[1]->dtype, one = dt_lane(d);
+  if (at && u->op == UJ_OP_STORE_ADD) /* what is there plus the value, lane by lane */
+    for (unsigned l = 0; l < d.lanes; l++) {
+      uint64_t args[3] = {0, W(r, src[1])[l], 0};
+      mem_read(at + l * elem_bytes(one), one, &args[0]);
+      args[0] = alu_eval(UJ_OP_ADD, (uj_scalar)d.scalar, (uj_scalar)d.scalar, args);
+      mem_write(at + l * elem_bytes(one), one, &args[0]);
+    }
+  else if (at) mem_write(at, d, W(r, src[1]));
   return at != NULL;
 }
 

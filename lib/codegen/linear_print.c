@@ -71,7 +71,7 @@ char *linear_print(Ctx *ctx, const Linear *l) {
       for (uint32_t i = 1; i + 1 < it->nsrc; i += 2) strbuf_add(&o, " (%%%u <- %%%u)", src[i], src[i + 1]);
       break;
     case LIN_STORE:
-      strbuf_add(&o, "STORE");
+      strbuf_add(&o, "%s", op_table[u->op].name); /* STORE, STORE_ADD */
       item_ref(&o, src[0]), item_ref(&o, src[1]);
       break;
     case LIN_BARRIER: strbuf_add(&o, "BARRIER%s", it->flags & LIN_WORKGROUP ? " workgroup" : ""); break;

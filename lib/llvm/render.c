@@ -109,6 +109,26 @@ static LLVMValueRef emit_load(State *s, const UOp *u, const uint32_t *src) {
   return phi;
 }
 
+/* STORE_ADD's *p += v: where threads run at once (a grid), an atomic
+ * addition a lane (monotonic: only the sum is ordered); on the CPU, whose
+ * kernels with one run in one part (opt.c), a load, an add and a store. */
+static void add_into(State *s, const UOp *u, LLVMValueRef p, LLVMValueRef v) {
+  LLVMBuilderRef B = s->r.b;
+  DType d = u->src[1]->dtype, one = dt_lane(d);
+  if (!s->r.h->grid) {
+    LLVMValueRef sum = render_accumulate(&s->r, u->src[1], UJ_OP_ADD, load_plain(s, d, p), v, NULL);
+    LLVMSetAlignment(LLVMBuildStore(B, sum, p), elem_align(d));
+    return;
+  }
+  LLVMAtomicRMWBinOp op = dt_is_float(d) ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(s->r.lc);
+  for (unsigned l = 0; l < d.lanes; l++) {
+    LLVMValueRef at = d.lanes == 1 ? p : LLVMBuildGEP2(B, render_mem_type(&s->r, one), p, (LLVMValueRef[]){LLVMConstInt(i32, l, 0)}, 1, "");
+    LLVMValueRef x = d.lanes == 1 ? v : LLVMBuildExtractElement(B, v, LLVMConstInt(i32, l, 0), "");
+    LLVMSetAlignment(LLVMBuildAtomicRMW(B, op, at, x, LLVMAtomicOrderingMonotonic, false), elem_align(one));
+  }
+}
+
 static void emit_store(State *s, const UOp *u, const uint32_t *src) {
   LLVMBuilderRef B = s->r.b;
   LLVMValueRef p = s->val[src[0]], g = s->gate[src[0]], v = s->val[src[1]];
@@ -121,7 +141,8 @@ static void emit_store(State *s, const UOp *u, const uint32_t *src) {
     LLVMBuildCondBr(B, g, then, join);
     LLVMPositionBuilderAtEnd(B, then);
   }
-  LLVMSetAlignment(LLVMBuildStore(B, v, p), elem_align(d));
+  if (u->op == UJ_OP_STORE_ADD) add_into(s, u, p, v);
+  else LLVMSetAlignment(LLVMBuildStore(B, v, p), elem_align(d));
   if (join) {
     LLVMBuildBr(B, join);
     LLVMPositionBuilderAtEnd(B, join);

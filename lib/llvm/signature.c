@@ -59,8 +59,8 @@ static bool add_var(Ctx *ctx, KernelSig *sig, const UOp *u) {
 static void mark_access(KernelSig *sig, const UOp *u) {
   const UOp *p = base_param(u->src[0]);
   if (!p) return;
-  if (u->op == UJ_OP_LOAD) sig->params[p->ints[0]].loaded = true;
-  else sig->params[p->ints[0]].stored = true;
+  if (u->op != UJ_OP_STORE) sig->params[p->ints[0]].loaded = true; /* LOAD, STORE_ADD */
+  if (u->op != UJ_OP_LOAD) sig->params[p->ints[0]].stored = true;
 }
 
 static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
@@ -94,6 +94,7 @@ static bool check_node(Ctx *ctx, KernelSig *sig, const UOp *u) {
     return true;
   case UJ_OP_LOAD:
   case UJ_OP_STORE:
+  case UJ_OP_STORE_ADD:
     if (!base_memory(u->src[0])) {
       ctx_set_error(ctx, "kernel: %s through a pointer that is not a PARAM or an ALLOC", op_table[u->op].name);
       return false;
@@ -114,7 +115,7 @@ bool kernel_sig_build(Ctx *ctx, const UOp *root, KernelSig *out) {
   bool ok = n > 0;
   for (size_t i = 0; ok && i < n; i++) ok = check_node(ctx, out, nodes[i]);
   for (size_t i = 0; ok && i < n; i++)
-    if (nodes[i]->op == UJ_OP_LOAD || nodes[i]->op == UJ_OP_STORE) mark_access(out, nodes[i]);
+    if (nodes[i]->op == UJ_OP_LOAD || nodes[i]->op == UJ_OP_STORE || nodes[i]->op == UJ_OP_STORE_ADD) mark_access(out, nodes[i]);
   free(nodes);
   ok = ok && kernel_grid(ctx, root, &out->grid);
   if (!ok) kernel_sig_free(out);

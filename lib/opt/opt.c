@@ -12,8 +12,17 @@
  * tile's stack panels), and its own: a GEMM in shared-memory tiles
  * (gemm.c), a reduction per output as a workgroup with a shared-memory
  * tree (workgroup.c). */
+/* Whether kernel's effect, under its ENDs, is a STORE_ADD (a SCATTER's). */
+static bool adds_into(const UOp *kernel) {
+  const UOp *e = kernel && kernel->op == UJ_OP_SINK && kernel->nsrc == 1 ? kernel->src[0] : NULL;
+  while (e && e->op == UJ_OP_END && e->nsrc == 2) e = e->src[1];
+  return e && e->op == UJ_OP_STORE_ADD;
+}
+
 const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptConfig *c) {
   bool cpu = t->desc->kind == TARGET_DESC_CPU;
+  if (adds_into(kernel)) /* a scatter: its loops as rangeify made them; on a GPU its outer loop the grid (atomics) */
+    return cpu ? kernel : opt_parallel(ctx, kernel, c->parallel);
   const UOp *k = kernel ? opt_shadow(ctx, kernel) : NULL;
   k = k && cpu && c->lanes != OPT_OFF ? opt_lanes(ctx, k, t->desc->reassociate) : k;
   k = k && cpu ? opt_hoist(ctx, k) : k;

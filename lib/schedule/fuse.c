@@ -291,8 +291,8 @@ static bool online_set(Cone *c, const UOp *top, const NodeMap *roots) {
     for (size_t k = 0; k < c->n; k++)
       if (c->nodes[k] != max && c->region[k] && is_cut(c, c->nodes[k]) && !schedule_view_buffer(c->nodes[k])) c->set[k] = 1;
   }
-  for (size_t k = 0; k < c->n; k++)
-    if (c->nodes[k] != top && nodemap_find(roots, c->nodes[k]) != NODEMAP_NONE) c->set[k] = 0;
+  for (size_t k = 0; k < c->n; k++) /* roots and scatters stay kernels of their own */
+    if (c->nodes[k] != top && (nodemap_find(roots, c->nodes[k]) != NODEMAP_NONE || c->nodes[k]->op == UJ_OP_SCATTER)) c->set[k] = 0;
   memset(c->seen, 0, c->n);
   return any;
 }
@@ -334,7 +334,8 @@ static bool row_set(Cone *c, const UOp *top, const NodeMap *roots, Cuts *cuts, b
     for (size_t i = 0; i < c->n && *ok; i++) {
       const UOp *x = c->order[i];
       uint32_t at = num_of(c, x);
-      if (x == top || !c->region[at] || !is_cut(c, x) || nodemap_find(roots, x) != NODEMAP_NONE || schedule_view_buffer(x))
+      if (x == top || !c->region[at] || !is_cut(c, x) || nodemap_find(roots, x) != NODEMAP_NONE || schedule_view_buffer(x) ||
+          x->op == UJ_OP_SCATTER) /* a kernel of its own, always */
         continue;
       if (holds_reduce(c, x)) c->set[at] = 1, *ok = cuts_set(cuts, x, false), any = grew = true;
     }
@@ -504,7 +505,7 @@ bool schedule_fuse_online(Ctx *ctx, const UOp **sink_io, Cuts *cuts, const Sched
   for (uint32_t r = 0; ok && r < f.sink->nsrc; r++) ok = nodemap_add(&f.roots, f.sink->src[r]) != NODEMAP_NONE;
   for (size_t i = 0; ok && i < f.users.t.n; i++) { /* sources first: a softmax joins the nearest kernel that can take it */
     const UOp *top = f.users.t.nodes[i], *staged = top;
-    if (top == f.sink || !cuts_is_cut(cuts, top)) continue;
+    if (top == f.sink || !cuts_is_cut(cuts, top) || top->op == UJ_OP_SCATTER) continue;
     Cone c;
     if (cone_make(ctx, cuts, top, &c, &ok)) ok = try_fuse(&f, &c, top, &staged);
     cone_free(&c);

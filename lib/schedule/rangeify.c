@@ -13,10 +13,15 @@
  *   INDEX(REDUCE(x), i)   -> REDUCE(INDEX(x, i with fresh RANGEs on the
  *                            reduced axes), those RANGEs); axes of size 1
  *                            take index 0 and no RANGE (or no REDUCE)
+ *   INDEX(GATHER(x, j), i) -> WHERE(valid, INDEX(x, i with clamp(v) on the
+ *                            axis), 0), v = INDEX(j, i): a load at an index
+ *                            read from memory (docs/schedule.md, "Gather")
  *   INDEX(alu(a, b), i)   -> alu(INDEX(a, i), INDEX(b, i))
  *   a BUFFER under them   -> LOAD(INDEX(PARAM slot, flat index, gate), 0)
  *   a scalar under them   -> itself
- * The symbolic rules then simplify the index arithmetic. */
+ * The symbolic rules then simplify the index arithmetic. A SCATTER root
+ * becomes a kernel over its values' elements, each added (STORE_ADD) where
+ * its index sends it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +160,41 @@ static const UOp *rw_pad(Rewriter *rw, const UOp *root, const Binds *m) {
   return uop_ternary(ctx, UJ_OP_WHERE, valid, v, uop_const_word(ctx, v->dtype, zero));
 }
 
+/* Whether the index word v names a position of an axis of n: 0 <= v < n
+ * in v's own dtype (before any narrowing). */
+static const UOp *in_axis(Ctx *ctx, const UOp *v, int64_t n) {
+  int64_t lo, hi;
+  bool bounded = dtype_full_bounds(v->dtype, &lo, &hi);
+  const UOp *below = !bounded || n <= hi ? uop_binary(ctx, UJ_OP_CMPLT, v, uop_const_int(ctx, v->dtype, n)) : NULL;
+  const UOp *above = dt_is_signed(v->dtype) ? uop_binary(ctx, UJ_OP_CMPLT, uop_const_int(ctx, v->dtype, -1), v) : NULL;
+  if (below && above) return uop_binary(ctx, UJ_OP_AND, above, below);
+  return below ? below : above ? above : uop_const_int(ctx, dt_scalar(UJ_BOOL), 1);
+}
+
+/* v as an index of an axis of n, clamped into [0, n-1] (n >= 1): every
+ * address stays inside, whatever memory held, and the index's bounds are
+ * the axis's for the symbolic rules. */
+static const UOp *axis_index(Ctx *ctx, const Rangeify *st, const UOp *v, int64_t n) {
+  if (!dt_eq(v->dtype, st->index)) v = uop_new(ctx, UJ_OP_CAST, st->index, &v, 1, arg_none()); /* wraps only where not valid */
+  const UOp *low = uop_binary(ctx, UJ_OP_MAX, v, k_int(ctx, st, 0));
+  const UOp *top = k_int(ctx, st, -(n - 1)); /* min(x, n-1) = -max(-x, -(n-1)) */
+  return uop_unary(ctx, UJ_OP_NEG, uop_binary(ctx, UJ_OP_MAX, uop_unary(ctx, UJ_OP_NEG, low), top));
+}
+
+static const UOp *rw_gather(Rewriter *rw, const UOp *root, const Binds *m) {
+  Ctx *ctx = rw->ctx;
+  Site s = site_of(root);
+  const UOp *x = s.t->src[0], *j[MAX_AXES];
+  int64_t axis = s.t->ints[0], n = x->shape[axis];
+  memcpy(j, s.i, x->ndim * sizeof *j);
+  const UOp *v = element(ctx, rw->user, s.t->src[1], s.i, s.gate);
+  uint64_t zero = dt_is_float(x->dtype) ? word_from_double((uj_scalar)x->dtype.scalar, 0.0) : 0;
+  if (n == 0) return uop_const_word(ctx, s.t->dtype, zero);
+  j[axis] = axis_index(ctx, rw->user, v, n);
+  const UOp *e = element(ctx, rw->user, x, j, s.gate);
+  return uop_ternary(ctx, UJ_OP_WHERE, in_axis(ctx, v, n), e, uop_const_word(ctx, e->dtype, zero));
+}
+
 static const UOp *rw_reduce(Rewriter *rw, const UOp *root, const Binds *m) {
   Ctx *ctx = rw->ctx;
   Rangeify *st = rw->user;
@@ -196,6 +236,7 @@ static const Rule rangeify_rules[] = {
   {"(INDEX (SHRINK _) ...)", rw_shrink},   // i -> i+lo
   {"(INDEX (PAD _) ...)", rw_pad},         // valid ? x[i-lo] : 0
   {"(INDEX (REDUCE _) ...)", rw_reduce},   // reduce over fresh RANGEs
+  {"(INDEX (GATHER _ _) ...)", rw_gather}, // x at the index read from j
   {"(INDEX _ ...)", rw_alu},               // alu(a, b)[i] -> alu(a[i], b[i])
 };
 
@@ -217,24 +258,44 @@ static bool collect_buffers(Ctx *ctx, const UOp *t, unsigned index_bits, Rangeif
   return n > 0 && st->buffers != NULL;
 }
 
+/* A loop RANGE per axis of shape (a constant 0 for an axis of size 1). */
+static void loops_over(Ctx *ctx, Rangeify *st, const int64_t *shape, unsigned n, const UOp **r) {
+  for (unsigned k = 0; k < n; k++) {
+    const UOp *bound = k_int(ctx, st, shape[k]);
+    int64_t axis = st->next_axis++;
+    r[k] = shape[k] == 1 ? k_int(ctx, st, 0) : uop_new(ctx, UJ_OP_RANGE, st->index, &bound, 1, (Arg){"loop", &axis, 1});
+  }
+}
+
+/* t's element at r stored to PARAM 0 in C order; for a SCATTER root,
+ * each element of its values (r over their shape) added where its index
+ * sends it, when that is inside the axis. */
+static const UOp *output_effect(Ctx *ctx, Rangeify *st, const UOp *t, const UOp *const *r) {
+  int64_t out = 0;
+  const UOp *p = uop_new(ctx, UJ_OP_PARAM, uj_dtype_ptr((uj_scalar)t->dtype.scalar, t->dtype.lanes, UJ_AS_GLOBAL), NULL,
+                         0, (Arg){NULL, &out, 1});
+  if (t->op != UJ_OP_SCATTER) {
+    const UOp *at = uop_binary(ctx, UJ_OP_INDEX, p, flatten(ctx, st, r, t->shape, t->ndim));
+    return uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){at, element(ctx, st, t, r, NULL)}, 2, arg_none());
+  }
+  int64_t axis = t->ints[0], n = t->shape[axis];
+  const UOp *j[MAX_AXES], *v = element(ctx, st, t->src[1], r, NULL);
+  memcpy(j, r, t->ndim * sizeof *j);
+  j[axis] = n ? axis_index(ctx, st, v, n) : k_int(ctx, st, 0);
+  const UOp *src[3] = {p, flatten(ctx, st, j, t->shape, t->ndim), in_axis(ctx, v, n)};
+  const UOp *at = uop_new(ctx, UJ_OP_INDEX, p->dtype, src, 3, arg_none());
+  return uop_new(ctx, UJ_OP_STORE_ADD, dt_scalar(UJ_VOID), (const UOp *[]){at, element(ctx, st, t->src[0], r, NULL)}, 2, arg_none());
+}
+
 const UOp *rangeify_kernel(Ctx *ctx, const UOp *t, unsigned index_bits, const UOp ***buffers, size_t *nbuffers) {
   Rangeify st = {0};
   *buffers = NULL, *nbuffers = 0;
   if (dt_is_ptr(t->dtype) || dt_is_void(t->dtype)) return ctx_set_error(ctx, "rangeify: the root is not a tensor"), NULL;
   if (!collect_buffers(ctx, t, index_bits, &st)) return NULL;
-  const UOp *r[MAX_AXES];
-  for (unsigned k = 0; k < t->ndim; k++) { /* an axis of size 1 needs no loop */
-    const UOp *bound = k_int(ctx, &st, t->shape[k]);
-    int64_t axis = st.next_axis++;
-    r[k] = t->shape[k] == 1 ? k_int(ctx, &st, 0) : uop_new(ctx, UJ_OP_RANGE, st.index, &bound, 1, (Arg){"loop", &axis, 1});
-  }
-  int64_t out = 0;
-  const UOp *p = uop_new(ctx, UJ_OP_PARAM, uj_dtype_ptr((uj_scalar)t->dtype.scalar, t->dtype.lanes, UJ_AS_GLOBAL), NULL,
-                         0, (Arg){NULL, &out, 1});
-  const UOp *at = uop_binary(ctx, UJ_OP_INDEX, p, flatten(ctx, &st, r, t->shape, t->ndim));
-  const UOp *v = element(ctx, &st, t, r, NULL);
-  const UOp *eff = uop_new(ctx, UJ_OP_STORE, dt_scalar(UJ_VOID), (const UOp *[]){at, v}, 2, arg_none());
-  for (unsigned k = t->ndim; k-- > 0;)
+  const UOp *r[MAX_AXES], *over = t->op == UJ_OP_SCATTER ? t->src[0] : t; /* the elements the loops visit */
+  loops_over(ctx, &st, over->shape, over->ndim, r);
+  const UOp *eff = output_effect(ctx, &st, t, r);
+  for (unsigned k = over->ndim; k-- > 0;)
     if (r[k]->op == UJ_OP_RANGE) eff = uop_new(ctx, UJ_OP_END, dt_scalar(UJ_VOID), (const UOp *[]){r[k], eff}, 2, arg_none());
   const UOp *kernel = uop_new(ctx, UJ_OP_SINK, dt_scalar(UJ_VOID), &eff, 1, arg_none());
   RuleSet *rs = ruleset_new(ctx, rangeify_rules, sizeof rangeify_rules / sizeof *rangeify_rules);

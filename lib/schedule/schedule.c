@@ -122,6 +122,7 @@ static bool find_cuts(Ctx *ctx, const UOp *sink, const UOp *const *into, Cuts *c
   for (size_t k = n; k-- > 0;) {
     const UOp *u = nodes[k];
     if ((is_tensor_reduce(u) || schedule_is_costly(u)) && bcast[k]) cut[k] = 1;
+    if (u->op == UJ_OP_SCATTER) cut[k] = 1; /* its kernel loops over its values, not its elements */
     for (uint32_t i = 0; u != sink && i < u->nsrc; i++)
       bcast[at(c, u->src[i])] |= u->op == UJ_OP_EXPAND || (bcast[k] && !cut[k]); /* bit 1 only so far */
   }
@@ -317,14 +318,17 @@ static const UOp *wrap_cut(void *user, const UOp *u, const UOp *rebuilt) {
 /* ---- kernels ---- */
 
 /* "R_..." when the kernel as rangeify made it reduces (the optimizer may
- * turn a REDUCE into loops over memory: stream.c), else "E_...". */
+ * turn a REDUCE into loops over memory: stream.c), "S_..." (the values'
+ * shape) when it scatters, else "E_...". */
 static void item_name(Ctx *ctx, ScheduleItem *it, const UOp *kernel, const UOp *t) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, kernel, &nodes);
   bool reduce = false;
   for (size_t i = 0; i < n; i++) reduce |= nodes[i]->op == UJ_OP_REDUCE;
   free(nodes);
-  size_t at = (size_t)snprintf(it->name, sizeof it->name, "%c", reduce ? 'R' : 'E');
+  bool scatter = t->op == UJ_OP_SCATTER;
+  if (scatter) t = t->src[0];
+  size_t at = (size_t)snprintf(it->name, sizeof it->name, "%c", scatter ? 'S' : reduce ? 'R' : 'E');
   for (unsigned k = 0; k < t->ndim && at < sizeof it->name; k++)
     at += (size_t)snprintf(it->name + at, sizeof it->name - at, "_%lld", (long long)t->shape[k]);
 }
@@ -359,8 +363,39 @@ static ScheduleItem *add_item(Scheduler *s, const UOp *x, const UOp *output) {
   return it;
 }
 
+/* Zeros of x's shape and dtype, as a tensor graph. */
+static const UOp *zeros_like(Ctx *ctx, const UOp *x) {
+  int64_t ones[255];
+  for (unsigned k = 0; k < x->ndim; k++) ones[k] = 1;
+  const UOp *z = uop_const_word(ctx, x->dtype, 0); /* +0.0 for floats */
+  z = uop_new(ctx, UJ_OP_RESHAPE, x->dtype, &z, 1, (Arg){NULL, ones, x->ndim});
+  return uop_new(ctx, UJ_OP_EXPAND, x->dtype, &z, 1, (Arg){NULL, x->shape, x->ndim});
+}
+
+/* A SCATTER x into `output` (NULL: a new BUFFER): a kernel writes zeros
+ * there, then x's kernel adds its values in. The BUFFER, or NULL. */
+static const UOp *add_scatter(Scheduler *s, const UOp *x, const UOp *output) {
+  ScheduleItem *zeros = add_item(s, zeros_like(s->ctx, x), output);
+  const UOp *into = zeros ? zeros->output : NULL;
+  return into && add_item(s, x, into) ? into : NULL;
+}
+
+/* Whether BUFFER b is under x (x reads it). */
+static bool reads_buffer(Ctx *ctx, const UOp *x, const UOp *b) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, x, &nodes);
+  bool found = false;
+  for (size_t i = 0; i < n && !found; i++) found = nodes[i] == b;
+  free(nodes);
+  return found;
+}
+
 static const UOp *rw_stage(Rewriter *rw, const UOp *root, const Binds *m) {
   if (schedule_view_buffer(m->x)) return m->x; /* already a buffer */
+  if (m->x->op == UJ_OP_SCATTER) {
+    const UOp *b = add_scatter(rw->user, m->x, NULL);
+    return b ? view_of(rw->ctx, b, m->x) : NULL;
+  }
   ScheduleItem *it = add_item(rw->user, m->x, NULL);
   return it ? view_of(rw->ctx, it->output, m->x) : NULL;
 }
@@ -403,6 +438,12 @@ static const UOp *rw_stage_into(Rewriter *rw, const UOp *root, const Binds *m) {
   Scheduler *s = rw->user;
   const UOp *x = m->x, *target = m->y;
   if (schedule_view_buffer(x) == target) return x; /* there already */
+  if (x->op == UJ_OP_SCATTER && !reads_buffer(rw->ctx, x, target)) /* zeros, then additions, in place */
+    return add_scatter(s, x, target) ? view_of(rw->ctx, target, x) : NULL;
+  if (x->op == UJ_OP_SCATTER) { /* it reads the target: into a new buffer, then copied */
+    const UOp *b = add_scatter(s, x, NULL);
+    return b && add_item(s, view_of(rw->ctx, b, x), target) ? view_of(rw->ctx, target, x) : NULL;
+  }
   ScheduleItem *it = add_item(s, x, target);
   if (!it) return NULL;
   size_t alias = 0;
@@ -529,6 +570,11 @@ static bool plan_memory(Plan *p, const NodeMap *roots) {
     const UOp *out = s->items[j].output;
     s->slab_of_item[j] = -1;
     if (nodemap_find(roots, out) != NODEMAP_NONE) continue; /* a root's: memory of its own */
+    long first = p->producer[nodemap_find(&p->bufs, out)];
+    if (first < (long)j) { /* written before (a SCATTER's zeros): that memory */
+      s->slab_of_item[j] = s->slab_of_item[first];
+      continue;
+    }
     size_t bytes = (size_t)out->ints[1] * elem_bytes(dt_base(out->dtype));
     long best = -1; /* a place in dead */
     for (size_t c = ndead, tried = 0; c-- > 0 && tried < PLAN_MAX_CANDIDATES; tried++) {
@@ -556,16 +602,21 @@ static bool plan_deps(Schedule *s) {
     const UOp *b = schedule_view_buffer(s->outputs[r]);
     ok = !b || nodemap_add(&roots, b) != NODEMAP_NONE;
   }
-  for (size_t j = 0; ok && j < s->nitems; j++) { /* deps: the producers of the inputs, each once */
+  long *writer = ok ? malloc((p.bufs.count + 1) * sizeof *writer) : NULL; /* by buffer: its latest writer so far */
+  ok = ok && writer;
+  for (size_t b = 0; ok && b < p.bufs.count; b++) writer[b] = -1;
+  for (size_t j = 0; ok && j < s->nitems; j++) { /* deps: the latest writers of the inputs and of the output, each once */
     ScheduleItem *it = &s->items[j];
-    uint32_t walk = ++p.walk;
-    it->deps = it->ninputs ? malloc(it->ninputs * sizeof *it->deps) : NULL;
-    ok = !it->ninputs || it->deps;
-    for (size_t k = 0; ok && k < it->ninputs; k++) {
-      long d = p.producer[nodemap_find(&p.bufs, it->inputs[k])];
+    uint32_t walk = ++p.walk, out = nodemap_find(&p.bufs, it->output);
+    it->deps = malloc((it->ninputs + 1) * sizeof *it->deps);
+    ok = it->deps != NULL;
+    for (size_t k = 0; ok && k <= it->ninputs; k++) {
+      long d = writer[k < it->ninputs ? nodemap_find(&p.bufs, it->inputs[k]) : out];
       if (d >= 0 && p.stamp[d] != walk) p.stamp[d] = walk, it->deps[it->ndeps++] = (size_t)d;
     }
+    writer[out] = (long)j;
   }
+  free(writer);
   ok = ok && plan_memory(&p, &roots);
   for (size_t j = 0; ok && j < s->nitems; j++) {
     ScheduleItem *it = &s->items[j];

@@ -26,8 +26,9 @@ typedef struct ScheduleItem {
   const UOp *output;   /* the BUFFER of PARAM 0 */
   const UOp **inputs;  /* the BUFFERs of PARAMs 1.. */
   size_t ninputs;
-  size_t *deps;        /* items that run first: producers of the inputs
-                          (memory is reused only where they order it) */
+  size_t *deps;        /* items that run first: the latest earlier writers
+                          of the inputs and of the output (a SCATTER's
+                          zeros); memory is reused only where they order it */
   size_t ndeps;
   unsigned level;      /* 0 without deps, else 1 + the deps' highest */
   char name[48];       /* "E_64_16" elementwise, "R_..." with a REDUCE */

@@ -199,6 +199,24 @@ static const UOp *g_reduce(Rewriter *rw, const UOp *r, const Binds *m) {
   const UOp *share = node_expand(s, fdiv(s, g, count), x->shape, x->ndim);
   return give(c, r, where(s, hit, share, k(s, x, 0)), NULL, NULL);
 }
+/* d gather(x, j) along a = scatter(g, j) into x's size on a, padded with
+ * zeros to x's other sizes: each element picked gets back what it gave */
+static const UOp *g_gather(Rewriter *rw, const UOp *r, const Binds *m) {
+  CTX;
+  int64_t a = r->ints[0], arg[2] = {a, m->x->shape[a]}, lohi[2 * UJ_MAX_DIMS];
+  const UOp *src[2] = {g, m->y};
+  const UOp *d = tensor_node(s, "gradient", UJ_OP_SCATTER, g->dtype, src, 2, (Arg){NULL, arg, 2});
+  bool pad = false;
+  for (unsigned k = 0; d && k < r->ndim; k++) lohi[2 * k] = 0, lohi[2 * k + 1] = m->x->shape[k] - d->shape[k], pad |= lohi[2 * k + 1] != 0;
+  return give(c, r, pad ? node_pad(s, d, lohi) : d, NULL, NULL);
+}
+/* d scatter(x, j) along a = gather(g, j) along a: each value added lands
+ * in one element */
+static const UOp *g_scatter(Rewriter *rw, const UOp *r, const Binds *m) {
+  CTX;
+  const UOp *src[2] = {g, m->y};
+  return give(c, r, tensor_node(s, "gradient", UJ_OP_GATHER, g->dtype, src, 2, (Arg){NULL, r->ints, 1}), NULL, NULL);
+}
 /* d stage(x) = g: a buffer is the value it holds */
 static const UOp *g_stage(Rewriter *rw, const UOp *r, const Binds *m) { CTX; (void)m; return give(c, r, g, NULL, NULL); }
 
@@ -229,6 +247,8 @@ static const Rule grad_rules[] = {
   {"(SHRINK x)", g_shrink},
   {"(REDUCE x)", g_reduce},
   {"(STAGE x ...)", g_stage},
+  {"(GATHER x y)", g_gather},
+  {"(SCATTER x y)", g_scatter},
 };
 
 /* Whether u carries a value a gradient can flow into: a float tensor

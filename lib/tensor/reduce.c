@@ -2,7 +2,7 @@
  * the max of the negation; mean as a sum scaled; argmax/argmin by the
  * largest (n - i) among the positions equal to the max, so ties give the
  * first index; softmax and log_softmax with the max subtracted first;
- * gather as a one-hot mask compared against the indices, summed. */
+ * gather as a GATHER node (a load at the index read from the index tensor). */
 #include <string.h>
 
 #include "tensor/tensor_impl.h"
@@ -154,32 +154,7 @@ uj_tensor *uj_tensor_gather(uj_tensor *a, int axis, uj_tensor *index) {
   if (!fits)
     return tensor_fail(s, "gather", "index of shape %s does not fit %s off axis %d", tensor_shape_str(ix, b, sizeof b),
                        tensor_shape_str(x, c, sizeof c), ax);
-  unsigned nd = x->ndim;
-  int64_t n = x->shape[ax], lohi[2 * UJ_MAX_DIMS], shape[UJ_MAX_DIMS + 1], full[UJ_MAX_DIMS + 1];
-  for (unsigned k = 0; k < nd; k++) lohi[2 * k] = 0, lohi[2 * k + 1] = k == (unsigned)ax ? n : ix->shape[k];
-  const UOp *xs = node_shrink(s, x, lohi); /* the other axes cut to the index's */
-  int64_t perm[UJ_MAX_DIMS]; /* x' (.., 1 at axis, .., n): x's axis moved last */
-  for (unsigned k = 0, j = 0; k < nd; k++)
-    if (k != (unsigned)ax) perm[j++] = k;
-  perm[nd - 1] = ax;
-  const UOp *moved = node_permute(s, xs, perm); /* (others.., n) */
-  for (unsigned k = 0, j = 0; k <= nd; k++) shape[k] = k == (unsigned)ax ? 1 : k == nd ? n : xs->shape[perm[j++]];
-  const UOp *xv = node_reshape(s, moved, shape, nd + 1);
-  for (unsigned k = 0; k < nd; k++) full[k] = ix->shape[k];
-  full[nd] = n;
-  const UOp *iota = tensor_iota(s, (uj_scalar)ix->dtype.scalar, n);
-  if (!iota || !xv) return NULL;
-  int64_t ones[UJ_MAX_DIMS + 1];
-  for (unsigned k = 0; k <= nd; k++) ones[k] = k == nd ? n : 1;
-  const UOp *pos = node_broadcast(s, "gather", node_reshape(s, iota, ones, nd + 1), full, nd + 1);
-  memcpy(shape, ix->shape, nd * sizeof *shape), shape[nd] = 1;
-  const UOp *hit = node_alu(s, UJ_OP_CMPEQ, node_broadcast(s, "gather", node_reshape(s, ix, shape, nd + 1), full, nd + 1), pos);
-  /* what a position not picked adds: -0.0 for floats, so the one picked comes out bit for bit (x + -0.0 is x; +0.0 made -0.0 +0.0) */
-  double none = dt_is_float(x->dtype) ? -0.0 : 0;
-  const UOp *src[3] = {hit, node_broadcast(s, "gather", xv, full, nd + 1), node_full(s, x->dtype, none, full, nd + 1)};
-  const UOp *picked = tensor_node(s, "gather", UJ_OP_WHERE, x->dtype, src, 3, arg_none());
-  int64_t last = nd;
-  bool boolean = dt_is_bool(x->dtype);
-  const UOp *r = node_reduce(s, boolean ? UJ_OP_MAX : UJ_OP_ADD, picked, &last, 1);
-  return tensor_wrap(s, "gather", node_reshape(s, r, ix->shape, nd));
+  int64_t on = ax; /* a load at the index read (rangeify.c), never a compare over the axis */
+  const UOp *src[2] = {x, ix};
+  return tensor_wrap(s, "gather", tensor_node(s, "gather", UJ_OP_GATHER, x->dtype, src, 2, (Arg){NULL, &on, 1}));
 }

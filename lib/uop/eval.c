@@ -214,7 +214,8 @@ static bool eval_node(Eval *ev, const UOp *u) {
   case UJ_OP_INDEX: return eval_index(ev, u);
   case UJ_OP_ALLOC: return eval_alloc(ev, u);
   case UJ_OP_LOAD: return eval_load(ev, u);
-  case UJ_OP_STORE: return eval_store(ev, u);
+  case UJ_OP_STORE:
+  case UJ_OP_STORE_ADD: return eval_store(ev, u);
   case UJ_OP_RANGE: return eval_range(ev, u);
   case UJ_OP_REDUCE: return eval_reduce(ev, u);
   case UJ_OP_VECTORIZE:
@@ -441,7 +442,7 @@ static bool step_start(Eval *ev, const UOp *u, StepStack *ss) {
     if (!loop_begin(ev, &st, &runs)) return false;
     return !runs || eval_push_step(ev, ss, st);
   }
-  if (u->op == UJ_OP_STORE)
+  if (u->op == UJ_OP_STORE || u->op == UJ_OP_STORE_ADD)
     return eval_value_node(ev, u->src[0]) && eval_value_node(ev, u->src[1]) && eval_store(ev, u);
   return eval_value_node(ev, u);
 }

@@ -58,6 +58,8 @@ typedef struct Written {
   uintptr_t at; /* 0: an empty slot */
   uint64_t life, phase;
   int32_t thread;
+  bool added; /* by STORE_ADDs only so far: more of them from any thread do not race */
+  bool many;  /* added to by threads besides `thread` (the first) */
 } Written;
 
 typedef struct Frame {
@@ -69,6 +71,7 @@ typedef struct Frame {
 typedef struct Store {
   unsigned char *at;
   DType dtype;
+  bool add;     /* STORE_ADD: added to what is there when written */
   size_t words; /* offset in store_words (and store_errs) */
   double *err_at; /* tracking bounds: where the value's bounds go, or NULL */
 } Store;

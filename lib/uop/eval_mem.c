@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "uop/alu.h"
+#include "uop/eval_bound.h"
 #include "uop/eval_impl.h"
 
 /* ---- bindings ---- */
@@ -281,10 +282,13 @@ static bool mark_written(Eval *ev, const UOp *u, const Pointer *p, const unsigne
     free(old);
   }
   Written *w = &ev->written[written_slot(ev, (uintptr_t)at)];
-  if (w->at && ev->group && w->life == ev->life && w->phase == ev->phase && w->thread != ev->thread)
-    return race(ev, u, p, w->thread, "stored", "stores");
+  bool add = u->op == UJ_OP_STORE_ADD, same = w->at && ev->group && w->life == ev->life && w->phase == ev->phase;
+  bool other = w->thread != ev->thread || w->many; /* another thread touched it */
+  if (same && other && !(add && w->added))
+    return race(ev, u, p, w->thread, w->added ? "added to" : "stored", add ? "adds to" : "stores");
   if (!w->at) ev->nwritten++;
-  *w = (Written){(uintptr_t)at, ev->life, ev->phase, ev->thread};
+  if (same && add && w->added) w->many |= other;
+  else *w = (Written){(uintptr_t)at, ev->life, ev->phase, ev->thread, add && !same, false}; /* after a STORE: no longer only added to */
   return true;
 }
 
@@ -356,15 +360,31 @@ bool eval_store(Eval *ev, const UOp *u) {
   }
   memcpy(ev->store_words + ev->nstore_words, words_of(ev, u->src[1]), d.lanes * sizeof(uint64_t));
   for (unsigned l = 0; errs && l < d.lanes; l++) ev->store_errs[ev->nstore_words + l] = p->uncertain ? INFINITY : errs[l];
-  ev->stores[ev->nstores++] = (Store){at, d, ev->nstore_words, err_at};
+  ev->stores[ev->nstores++] = (Store){at, d, u->op == UJ_OP_STORE_ADD, ev->nstore_words, err_at};
   ev->nstore_words += d.lanes;
   return true;
 }
 
 
+/* A STORE_ADD's words: what memory holds plus the value, lane by lane
+ * (bounds: this order's, each addition's rounding added). */
+static void add_into(Eval *ev, const Store *st) {
+  uint64_t *v = ev->store_words + st->words, have;
+  uj_scalar s = (uj_scalar)st->dtype.scalar;
+  DType one = dt_lane(st->dtype);
+  for (unsigned l = 0; l < st->dtype.lanes; l++) {
+    mem_read(st->at + l * elem_bytes(one), one, &have);
+    uint64_t args[3] = {have, v[l], 0};
+    double es[3] = {st->err_at ? st->err_at[l] : 0, st->err_at ? ev->store_errs[st->words + l] : 0, 0};
+    v[l] = alu_eval(UJ_OP_ADD, s, s, args);
+    if (st->err_at) ev->store_errs[st->words + l] = bound_alu(UJ_OP_ADD, s, s, args, es, v[l]);
+  }
+}
+
 void eval_write_stores(Eval *ev) {
   for (size_t i = 0; i < ev->nstores; i++) {
     const Store *st = &ev->stores[i];
+    if (st->add) add_into(ev, st);
     mem_write(st->at, st->dtype, ev->store_words + st->words);
     if (st->err_at) memcpy(st->err_at, ev->store_errs + st->words, st->dtype.lanes * sizeof(double));
   }

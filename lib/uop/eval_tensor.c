@@ -241,6 +241,66 @@ static bool compute_reduce(const TensorEval *te, const UOp *u, int64_t count, ui
   return true;
 }
 
+/* The position an index word of dtype d names on an axis of n, or -1
+ * when it is outside [0, n). Signed words are sign-extended. */
+static int64_t axis_position(DType d, uint64_t w, int64_t n) {
+  if (!dt_is_signed(d) && w > (uint64_t)INT64_MAX) return -1;
+  int64_t v = (int64_t)w;
+  return v >= 0 && v < n ? v : -1;
+}
+
+/* GATHER: each element copied from x at its own index with the axis's
+ * replaced by the index tensor's word there; zero where that is outside. */
+static void compute_gather(const TensorEval *te, const UOp *u, int64_t count, uint64_t *out) {
+  const UOp *x = u->src[0], *ix = u->src[1];
+  const uint64_t *in = array_of(te, x), *at = array_of(te, ix);
+  const double *in_errs = errs_of(te, x);
+  double *errs = errs_of(te, u);
+  size_t lanes = u->dtype.lanes;
+  int64_t axis = u->ints[0], idx[TENSOR_MAX_AXES];
+  for (int64_t e = 0; e < count; e++) {
+    index_unravel(e, u->shape, u->ndim, idx);
+    idx[axis] = axis_position(ix->dtype, at[e], x->shape[axis]);
+    int64_t src = idx[axis] < 0 ? -1 : index_ravel(idx, x->shape, x->ndim);
+    for (size_t lane = 0; lane < lanes; lane++) {
+      out[(size_t)e * lanes + lane] = src < 0 ? 0 : in[(size_t)src * lanes + lane];
+      if (errs) errs[(size_t)e * lanes + lane] = src < 0 ? 0 : in_errs[(size_t)src * lanes + lane];
+    }
+  }
+}
+
+/* SCATTER: zeros (+0.0), then each element of g added, in C order, where its
+ * index sends it (nothing where that is outside the axis). Bounded: each
+ * element's terms as a sum in any order (atomic additions on a GPU). */
+static bool compute_scatter(const TensorEval *te, const UOp *u, int64_t count, uint64_t *out) {
+  const UOp *g = u->src[0], *ix = u->src[1];
+  const uint64_t *in = array_of(te, g), *at = array_of(te, ix);
+  const double *in_errs = errs_of(te, g);
+  double *errs = errs_of(te, u);
+  uj_scalar s = (uj_scalar)u->dtype.scalar;
+  size_t lanes = u->dtype.lanes, words = (size_t)count * lanes;
+  BoundSum *sums = errs ? malloc((words ? words : 1) * sizeof *sums) : NULL;
+  if (errs && !sums) return fail_nomem(te->ctx);
+  for (size_t w = 0; w < words; w++) {
+    out[w] = 0; /* +0.0: what the zeroed memory holds */
+    if (sums) bound_sum_start(&sums[w]);
+  }
+  int64_t axis = u->ints[0], idx[TENSOR_MAX_AXES], n = shape_numel(g->shape, g->ndim);
+  for (int64_t e = 0; e < n; e++) {
+    index_unravel(e, g->shape, g->ndim, idx);
+    idx[axis] = axis_position(ix->dtype, at[e], u->shape[axis]);
+    if (idx[axis] < 0) continue;
+    size_t to = (size_t)index_ravel(idx, u->shape, u->ndim) * lanes, from = (size_t)e * lanes;
+    for (size_t lane = 0; lane < lanes; lane++) {
+      out[to + lane] = alu_reduce_step(UJ_OP_ADD, s, out[to + lane], in[from + lane], NULL);
+      if (sums) bound_sum_step(&sums[to + lane], s, in[from + lane], in_errs[from + lane]);
+    }
+  }
+  for (size_t w = 0; sums && w < words; w++) errs[w] = bound_sum_done(&sums[w], UJ_OP_ADD, s, out[w]);
+  free(sums);
+  return true;
+}
+
 /* An ALU op (CAST and BITCAST too): element by element, lane by lane; the
  * sources have u's shape. `in` is the scalar of the first value operand
  * (WHERE's first is its condition). */
@@ -282,6 +342,8 @@ static bool compute_node(TensorEval *te, const UOp *u) {
     if (te->errs) memcpy(errs_of(te, u), errs_of(te, u->src[0]), words * sizeof(double));
   }
   else if (op_has((Op)u->op, OPF_MOVEMENT)) compute_movement(te, u, count, out);
+  else if (u->op == UJ_OP_GATHER) compute_gather(te, u, count, out);
+  else if (u->op == UJ_OP_SCATTER) return compute_scatter(te, u, count, out);
   else compute_alu(te, u, count, out);
   return true;
 }

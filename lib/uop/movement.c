@@ -41,7 +41,7 @@ int64_t shape_span(const int64_t *shape, unsigned ndim) {
 /* The shape of u from its source's and its arg; an invalid arg still
  * gives some shape (the type rule reports it). false: out of memory. */
 bool movement_shape(Ctx *ctx, UOp *u) {
-  const UOp *x = u->src[0];
+  const UOp *x = u->src[u->op == UJ_OP_GATHER ? 1 : 0]; /* GATHER has its index's shape */
   unsigned nd = x->ndim;
   switch (u->op) {
   case UJ_OP_RESHAPE:
@@ -70,6 +70,7 @@ bool movement_shape(Ctx *ctx, UOp *u) {
   }
   for (uint32_t k = 0; u->op == UJ_OP_REDUCE && nd && k < u->nints; k++)
     if (u->ints[k] >= 0 && u->ints[k] < nd) s[u->ints[k]] = 1;
+  if (u->op == UJ_OP_SCATTER && u->nints == 2 && u->ints[0] >= 0 && u->ints[0] < nd) s[u->ints[0]] = u->ints[1];
   u->shape = s, u->ndim = (uint8_t)nd;
   return true;
 }
@@ -183,3 +184,39 @@ const char *movement_rule_reduce(const UOp *u, DType *out, char *buf, size_t siz
   return u->nsrc == 1 ? axes_error(u, "axis", buf, size) : NULL;
 }
 
+
+/* GATHER(x, index) axis: out[.., i, ..] = x[.., index[.., i, ..], ..] along
+ * axis, zero where the index is outside x's axis; index is an integer
+ * tensor of x's rank, its other axes no longer than x's; out has its shape. */
+const char *movement_rule_gather(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[160], b[160];
+  const UOp *x = u->src[0], *ix = u->src[1];
+  if (dt_is_ptr(x->dtype) || dt_is_void(x->dtype)) return FAIL("GATHER takes a tensor value, not %s", dtype_str(x->dtype, a, sizeof a));
+  if (!dt_is_int(ix->dtype) || ix->dtype.lanes != 1) return FAIL("GATHER index must be an integer tensor, not %s", dtype_str(ix->dtype, a, sizeof a));
+  if (u->nints != 1 || u->ints[0] < 0 || u->ints[0] >= x->ndim)
+    return FAIL("GATHER takes one axis of %s", shape_str(x->shape, x->ndim, a, sizeof a));
+  bool fits = ix->ndim == x->ndim;
+  for (unsigned k = 0; fits && k < x->ndim; k++) fits = k == u->ints[0] || ix->shape[k] <= x->shape[k];
+  if (!fits)
+    return FAIL("GATHER index of shape %s does not fit %s off axis %lld", shape_str(ix->shape, ix->ndim, a, sizeof a),
+                shape_str(x->shape, x->ndim, b, sizeof b), (long long)u->ints[0]);
+  *out = x->dtype;
+  return NULL;
+}
+
+/* SCATTER(g, index) axis size: zeros of g's shape with `size` on axis, and
+ * g[.., i, ..] added at [.., index[.., i, ..], ..]; an index outside
+ * [0, size) adds nothing. index has g's shape. The adjoint of GATHER. */
+const char *movement_rule_scatter(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[160], b[160];
+  const UOp *g = u->src[0], *ix = u->src[1];
+  if (!dt_is_int(g->dtype) && !dt_is_float(g->dtype)) return FAIL("SCATTER adds numbers, not %s", dtype_str(g->dtype, a, sizeof a));
+  if (!dt_is_int(ix->dtype) || ix->dtype.lanes != 1) return FAIL("SCATTER index must be an integer tensor, not %s", dtype_str(ix->dtype, a, sizeof a));
+  if (u->nints != 2 || u->ints[0] < 0 || u->ints[0] >= g->ndim || u->ints[1] < 0 || u->ints[1] > SHAPE_MAX_ELEMENTS)
+    return FAIL("SCATTER takes an axis of %s and a size", shape_str(g->shape, g->ndim, a, sizeof a));
+  if (ix->ndim != g->ndim || memcmp(ix->shape, g->shape, g->ndim * sizeof *g->shape) != 0)
+    return FAIL("SCATTER index of shape %s is not the values' %s", shape_str(ix->shape, ix->ndim, a, sizeof a),
+                shape_str(g->shape, g->ndim, b, sizeof b));
+  *out = g->dtype;
+  return NULL;
+}

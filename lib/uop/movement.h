@@ -1,5 +1,5 @@
 /* movement.h — shapes and type rules of the tensor-level ops (movement.c):
- * RESHAPE, EXPAND, PERMUTE, FLIP, PAD, SHRINK and REDUCE. For ops.c (the
+ * RESHAPE, EXPAND, PERMUTE, FLIP, PAD, SHRINK, REDUCE, GATHER and SCATTER. For ops.c (the
  * op table) and props.c (shapes at creation). */
 #ifndef UJ_MOVEMENT_H
 #define UJ_MOVEMENT_H
@@ -30,5 +30,7 @@ const char *movement_rule_permute(const UOp *u, DType *out, char *buf, size_t si
 const char *movement_rule_flip(const UOp *u, DType *out, char *buf, size_t size);
 const char *movement_rule_pad_shrink(const UOp *u, DType *out, char *buf, size_t size);
 const char *movement_rule_reduce(const UOp *u, DType *out, char *buf, size_t size);
+const char *movement_rule_gather(const UOp *u, DType *out, char *buf, size_t size);
+const char *movement_rule_scatter(const UOp *u, DType *out, char *buf, size_t size);
 
 #endif

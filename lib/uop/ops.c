@@ -230,6 +230,19 @@ static const char *rule_store(const UOp *u, DType *out, char *buf, size_t size) 
   return NULL;
 }
 
+/* STORE_ADD(ptr, val): *ptr += val into global memory; additions to one
+ * element by different threads do not race (atomic where threads run at
+ * once), and their order is unspecified. */
+static const char *rule_store_add(const UOp *u, DType *out, char *buf, size_t size) {
+  char a[32];
+  const char *err = rule_store(u, out, buf, size);
+  if (err) return err;
+  DType p = u->src[0]->dtype, v = u->src[1]->dtype;
+  if (p.space != UJ_AS_GLOBAL) return FAIL("STORE_ADD adds into global memory, not %s", dname(p, a, sizeof a));
+  if (!dt_is_int(v) && !dt_is_float(v)) return FAIL("STORE_ADD does not add %s", dname(v, a, sizeof a));
+  return NULL;
+}
+
 /* RANGE(bound): the loop variable, 0 .. bound-1, in bound's dtype. */
 static const char *rule_range(const UOp *u, DType *out, char *buf, size_t size) {
   char a[32];
@@ -374,6 +387,9 @@ const OpInfo op_table[UJ_OP_COUNT] = {
   [UJ_OP_STAGE]   = {"STAGE",      1, 2,   ARG_NONE,   OPF_TENSOR,           true,  rule_stage},
   [UJ_OP_ALLOC]   = {"ALLOC",      0, 0,   ARG_INTS,   0,                    false, rule_alloc},
   [UJ_OP_BARRIER] = {"BARRIER",    0, -1,  ARG_NONE,   OPF_EFFECT,           true,  rule_barrier},
+  [UJ_OP_GATHER]  = {"GATHER",     2, 2,   ARG_INTS,   OPF_TENSOR,           true,  movement_rule_gather},
+  [UJ_OP_SCATTER] = {"SCATTER",    2, 2,   ARG_INTS,   OPF_TENSOR,           true,  movement_rule_scatter},
+  [UJ_OP_STORE_ADD] = {"STORE_ADD", 2, 2,  ARG_NONE,   OPF_EFFECT,           true,  rule_store_add},
 };
 
 const char *const axis_kind_names[AXIS_COUNT] = {

@@ -204,7 +204,7 @@ bool uop_compute_shape(Ctx *ctx, UOp *u) {
     if (!shape) return false;
     shape[0] = u->ints[1];
     u->shape = shape, u->ndim = 1;
-  } else if (op_has((Op)u->op, OPF_MOVEMENT) || u->op == UJ_OP_REDUCE) {
+  } else if (op_has((Op)u->op, OPF_MOVEMENT) || u->op == UJ_OP_REDUCE || u->op == UJ_OP_GATHER || u->op == UJ_OP_SCATTER) {
     return movement_shape(ctx, u);
   } else if (u->op == UJ_OP_STAGE) {
     u->shape = u->src[0]->shape, u->ndim = u->src[0]->ndim;
