@@ -96,6 +96,8 @@ static void test_upcast(Ctx *ctx) {
   check_upcast(ctx, "int32", "%mm", 24, 8, "int32, 24 columns: 1 register");
   check_upcast(ctx, "float32", "%mm", 30, 0, "30 columns: 8 does not divide, fewer than 2 blocks of 16");
   check_upcast(ctx, "float32", "%mm", 36, 8, "36 columns: 2 blocks of 16 and a tail loop of 4");
+  check_upcast_sum(ctx, "float32", NULL, "%mm", 10, 64, 10, "10 columns (a classifier's head), AVX-512: one vector of all 10");
+  check_upcast(ctx, "float32", "%mm", 6, 6, "6 columns, AVX2: one vector of 6");
   check_upcast(ctx, "float32", "(MAX (ADD %mm %c) (CONST:float32 0.0))", 52, 8, "52 columns, bias, relu: 3 blocks and a tail");
   check_upcast_sum(ctx, "float32", NULL, "%mm", 72, 64, 16, "72 columns on AVX-512: 2 blocks of 32, a tail of 8");
   check_upcast(ctx, "float32", "(ADD (REDUCE ADD (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %k (CONST:int64 32)) %j))) %k) %c)", 32, 8,

@@ -177,8 +177,10 @@ static const UOp *row_reduce(Ctx *ctx, const UOp *reduce, const UOp *const *x, u
 /* The columns of a block: 2 registers of the stored value's elements or
  * one, if that divides the bound; else 2 registers and a tail loop for
  * the rest, if the bound holds 2 blocks (1000 columns: 31 blocks of 32
- * and a tail of 8); else halves of a register down to 4 elements that
- * divide it; 0 when none does. */
+ * and a tail of 8); else all of a bound smaller than a register that is
+ * no power of 2 (10 classes: one vector of 10, where halves would find
+ * no divisor and leave the GEMM a scalar chain); else halves of a
+ * register down to 4 elements that divide it; 0 when none does. */
 /* Whether x reads a REDUCE that does not depend on range c. */
 static bool reads_invariant_reduce(Ctx *ctx, const UOp *x, const UOp *c) {
   const UOp **nodes = NULL;
@@ -193,6 +195,8 @@ static unsigned block_columns(const UOp *end, DType d, unsigned vector_bytes, un
   unsigned per = vector_bytes / (elem_bytes(d) ? (unsigned)elem_bytes(d) : 1), two = UPCAST_VECTORS * per;
   int64_t b = opt_const_bound(end->src[0]);
   if (!forced && whole && b >= per && b % per == 0 && b <= UPCAST_WHOLE_VECTORS * per && b <= UPCAST_MAX_COLUMNS)
+    return (unsigned)b;
+  if (!forced && b >= UPCAST_MIN_COLUMNS && b < per && (b & (b - 1))) /* fewer than a register, no power of 2 to split by (a 10-class head): all of them */
     return (unsigned)b;
   if (forced) /* at most 2 registers; a power of 2 (whole registers or part of one); a tail if need be */
     return forced >= 2 && forced <= two && forced <= UPCAST_MAX_COLUMNS && !(forced & (forced - 1)) &&
