@@ -97,6 +97,14 @@ static void test_simple_indices(uj_session *s) {
   uj_tensor *img = uj_tensor_rand(s, (int64_t[]){1, 2, 8, 8}, 4, 23), *w = uj_tensor_rand(s, (int64_t[]){4, 2, 3, 3}, 4, 24);
   CHECK(!has_divmod(s, uj_tensor_conv2d(img, w, NULL, NULL, (int64_t[]){1, 1}, NULL, 1)), "conv2d: no division");
   CHECK(!has_divmod(s, uj_tensor_matmul(rnd(s, 8, 16, 25), rnd(s, 16, 4, 26))), "matmul: no division");
+  /* attention's heads put side by side, then a matmul: copied once into rows, the GEMM's loads plain */
+  uj_tensor *heads = uj_tensor_permute(uj_tensor_rand(s, (int64_t[]){2, 4, 8, 16}, 4, 27), (int[]){0, 2, 1, 3}, 4);
+  uj_tensor *mm = uj_tensor_matmul(uj_tensor_reshape(heads, (int64_t[]){2, 8, 64}, 3), rnd(s, 64, 32, 28));
+  text = uj_tensor_schedule_text(mm, "uops");
+  const char *gemm = text ? strstr(text, "kernel 1 R_") : NULL;
+  CHECK(text && strstr(text, "kernel 0 E_") && gemm && !strstr(gemm, "IDIV") && !strstr(gemm, "MOD"),
+        "merged heads: a copy, then a GEMM without division: %s", text ? text : "");
+  free(text);
 }
 
 static float *host(uj_tensor *t) {

@@ -82,6 +82,22 @@ static uint32_t at(const Cuts *c, const UOp *u) { return nodemap_find(&c->num, u
 
 static bool is_tensor_reduce(const UOp *u) { return u->op == UJ_OP_REDUCE && u->nsrc == 1; }
 
+static unsigned real_axes(const UOp *u) {
+  unsigned n = 0;
+  for (unsigned k = 0; k < u->ndim; k++) n += u->shape[k] != 1;
+  return n;
+}
+
+/* A RESHAPE that merges axes a PERMUTE reordered (attention's heads put
+ * back side by side, (B, H, T, E) -> (B, T, H·E)): an element's index
+ * then takes a division and a modulo per axis, and neighbouring elements
+ * of a row are not neighbours in memory. Read by a matmul (broadcast), it
+ * is computed again for every row of the other operand, with no vector
+ * loads; in a buffer of its own it is computed once and read in rows. */
+static bool merges_permuted(const UOp *u) {
+  return u->op == UJ_OP_RESHAPE && u->src[0]->op == UJ_OP_PERMUTE && real_axes(u) < real_axes(u->src[0]);
+}
+
 bool schedule_is_costly(const UOp *u) {
   switch (u->op) {
   case UJ_OP_EXP2: case UJ_OP_LOG2: case UJ_OP_SIN: case UJ_OP_SQRT: case UJ_OP_RECIP: case UJ_OP_FDIV: return true;
@@ -91,7 +107,8 @@ bool schedule_is_costly(const UOp *u) {
 
 /* Users before sources: a node is broadcast when an EXPAND reads it, or
  * a node that is broadcast and not cut does. A broadcast REDUCE is cut,
- * and so is a broadcast costly op (schedule_is_costly). Then sources first: a node
+ * and so is a broadcast costly op (schedule_is_costly) and a broadcast
+ * RESHAPE merging permuted axes (merges_permuted). Then sources first: a node
  * holding a REDUCE that is not cut, read by two nodes, is cut (attention's
  * scaled scores: their max and their exp would each compute them). bcast
  * bit 1: broadcast; bit 2: holds a REDUCE not cut. The sink's nodes are
@@ -121,7 +138,7 @@ static bool find_cuts(Ctx *ctx, const UOp *sink, const UOp *const *into, Cuts *c
   }
   for (size_t k = n; k-- > 0;) {
     const UOp *u = nodes[k];
-    if ((is_tensor_reduce(u) || schedule_is_costly(u)) && bcast[k]) cut[k] = 1;
+    if ((is_tensor_reduce(u) || schedule_is_costly(u) || merges_permuted(u)) && bcast[k]) cut[k] = 1;
     if (u->op == UJ_OP_SCATTER) cut[k] = 1; /* its kernel loops over its values, not its elements */
     for (uint32_t i = 0; u != sink && i < u->nsrc; i++)
       bcast[at(c, u->src[i])] |= u->op == UJ_OP_EXPAND || (bcast[k] && !cut[k]); /* bit 1 only so far */
