@@ -284,6 +284,7 @@ static void train(const char *cas, uj_tensor *const *params, size_t n, Data *dat
   uj_optimizer *o = ok ? uj_optim_new(S, &cfg, params, n) : NULL;
   CHECK(!ok || o, "%s: optimizer: %s", cas, uj_session_error(S));
   int done = 0;
+  size_t compiled_before = S->device->compiled.count, compiled = 0; /* kernels compiled by step 1 */
   for (Tmp k = {0}; o && done < STEPS; done++) {
     if (!data_feed(data, done % BATCHES)) break;
     uj_optim_zero_grad(o);
@@ -293,7 +294,11 @@ static void train(const char *cas, uj_tensor *const *params, size_t n, Data *dat
     CHECK(ok, "%s: step %d: %s", cas, done + 1, uj_session_error(S));
     tmp_free(&k);
     if (!ok) break;
+    if (done == 0) compiled = S->device->compiled.count;
   }
+  /* every step the same graph on the same buffers: nothing compiled after the first */
+  CHECK(done < STEPS || S->device->compiled.count == compiled, "%s: %zu kernels compiled after step 1", cas,
+        S->device->compiled.count - compiled);
   double worst = 0, err[STEPS];
   int at = 0;
   for (int i = 0; i < done; i++) {
@@ -306,8 +311,8 @@ static void train(const char *cas, uj_tensor *const *params, size_t n, Data *dat
           got[STEPS - 1], want[STEPS - 1], err[STEPS - 1], LAST_TOL);
     CHECK(worst <= LAST_TOL, "%s: step %d: loss %.9g, PyTorch's %.9g (relative error %.3g > %g)", cas, at + 1, got[at], want[at],
           worst, LAST_TOL);
-    printf("%s: loss %.4f -> %.4f; relative error to PyTorch: step 1 %.3g, step %d %.3g, the worst %.3g (step %d)\n", cas, got[0],
-           got[STEPS - 1], err[0], STEPS, err[STEPS - 1], worst, at + 1);
+    printf("%s: loss %.4f -> %.4f; relative error to PyTorch: step 1 %.3g, step %d %.3g, the worst %.3g (step %d); %zu kernels\n", cas,
+           got[0], got[STEPS - 1], err[0], STEPS, err[STEPS - 1], worst, at + 1, compiled - compiled_before);
   }
   uj_optim_free(o);
   uj_tensor_free(want_t);
