@@ -8,8 +8,9 @@
 #          them first (bench/install_peers.sh: apt-get, sudo when not root)
 #   scale  bench/scale.py build/uopjit [N...]  time and memory of scheduling and
 #          compiling against a graph's size, per family (default n 1000 .. 16000)
-#   train  build/bench_train           a training step (MLP, AdamW) vs PyTorch
-#          (bench/train_peer.py), 1 and 2 threads
+#   train  build/bench_train [STEPS]   training steps vs PyTorch (bench/train_peer.py):
+#          an MLP and a 2-layer GPT (AdamW), 1 and 2 threads; then the MLP's
+#          step at step 10 and at step STEPS (default 10000: about 3 minutes)
 #
 # Usage: bench/run.sh            every benchmark, with its defaults
 #        bench/run.sh NAME [ARGS]  one benchmark, ARGS passed to it
