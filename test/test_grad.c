@@ -94,6 +94,8 @@ static uj_tensor *f_cross_entropy(uj_tensor *const *x) {
   int32_t t[4] = {2, -100, 0, 4}; /* the second row ignored */
   return uj_tensor_cross_entropy(x[0], uj_tensor_from_data(S, UJ_INT32, (int64_t[]){4}, 1, t), -100);
 }
+/* the mask fixed by the session's generator: a mask times a scale to the finite differences too */
+static uj_tensor *f_dropout(uj_tensor *const *x) { return uj_tensor_dropout(uj_tensor_unary(UJ_UN_SIN, x[0]), 0.375); }
 static const Case cases[] = {
   {"neg", f_NEG, 1, {{2, 3}}, {2}, -2, 2},
   {"exp", f_EXP, 1, {{2, 3}}, {2}, -2, 2},
@@ -153,6 +155,7 @@ static const Case cases[] = {
   {"cross_entropy (an ignored row)", f_cross_entropy, 1, {{4, 5}}, {2}, -3, 3},
   {"attention (causal, the queries the last 3 of 4)", f_attention, 3, {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}}, {3, 3, 3}, -1, 1},
   {"mlp", f_mlp, 3, {{4, 3}, {3, 5}, {5, 2}}, {2, 2, 2}, -2, 2},
+  {"dropout", f_dropout, 1, {{3, 2, 4}}, {3}, -2, 2},
 };
 
 /* ---- the reference: finite differences through the evaluator ---- */

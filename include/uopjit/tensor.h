@@ -154,6 +154,25 @@ uj_tensor *uj_tensor_cross_entropy(uj_tensor *logits, uj_tensor *target, int64_t
  * keys up to its own position, the queries being the last T of S. On the
  * CPU, one flash-style kernel (docs/schedule.md "Online fusion"). */
 uj_tensor *uj_tensor_attention(uj_tensor *q, uj_tensor *k, uj_tensor *v, bool causal);
+/* Dropout as in training (PyTorch's): each element of x (a float tensor)
+ * kept with probability 1 - p and multiplied by 1 / (1 - p), else 0;
+ * p = 0 gives x, p = 1 zeros, p outside [0, 1] is an error. The mask is
+ * not stored: every kernel that needs it (the forward, the backward)
+ * computes it from the session's generator (below), read when the
+ * tensor is computed. Each call in one generation draws its own mask
+ * (the calls are numbered); p is rounded to a multiple of 2^-32. */
+uj_tensor *uj_tensor_dropout(uj_tensor *x, double p);
+/* The session's generator (Philox-4x32-10, docs/autodiff.md "Dropout"):
+ * its key and generation live in a device buffer, so moving it compiles
+ * nothing. _seed: key = seed, generation 0 (a session starts at seed 0);
+ * _next: the next generation. Both number the dropout calls from 0
+ * again, so a loop that builds the same graph each step gets the same
+ * graph with new masks; uj_optim_step moves to the next generation after
+ * computing the grads of a step that drew masks. A tensor computed after
+ * the generator moved uses its new state: realize first what must keep
+ * its masks. */
+uj_status uj_session_rng_seed(uj_session *s, uint64_t seed);
+uj_status uj_session_rng_next(uj_session *s);
 
 /* ---- computing ---- */
 /* Computes the tensors (one schedule for all), after which each reads a

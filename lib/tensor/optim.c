@@ -10,9 +10,12 @@
  * The learning rate and the bias corrections are not constants in the
  * kernels: they are read from a small device buffer (`hyper`) written
  * before each step, so a schedule of learning rates compiles nothing
- * after the first step. The formulas are PyTorch's (torch.optim.SGD with
- * dampening 0, torch.optim.AdamW, clip_grad_norm_), so that a run matches
- * PyTorch's from the same weights. */
+ * after the first step. A step that drew dropout masks moves the
+ * session's generator on (random.c) once its grads are computed, so the
+ * next step draws new ones from the same graph. The formulas are
+ * PyTorch's (torch.optim.SGD with dampening 0, torch.optim.AdamW,
+ * clip_grad_norm_), so that a run matches PyTorch's from the same
+ * weights. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +210,8 @@ uj_status uj_optim_step(uj_optimizer *o, uj_tensor *const *also, size_t nalso) {
   if (st == UJ_OK) st = tensor_run(s, vals, n, into, views);
   for (size_t i = 0; st == UJ_OK && i < nalso; i++) also[i]->node = views[n - nalso + i];
   free(views), free(into);
+  /* the masks of this step are drawn: the next step's dropouts draw new ones, from the same graph */
+  if (st == UJ_OK && s->rng_calls) st = uj_session_rng_next(s);
   /* 2: the hyperparameters of this step, then every update in one schedule */
   if (st == UJ_OK) {
     o->steps++;

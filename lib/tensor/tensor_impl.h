@@ -10,6 +10,7 @@
  *   reduce.c      sum/max/min/mean/argmax, softmax, gather
  *   nn.c          matmul, conv2d, pooling
  *   layers.c      layernorm, cross-entropy, attention
+ *   random.c      the session's generator (Philox in the kernels), dropout
  *   realize.c     scheduling, running, copying to host, schedule text
  *   grad.c        reverse-mode autodiff: one gradient rule per op
  *   optim.c       SGD and AdamW steps, in place, in one schedule */
@@ -43,6 +44,10 @@ struct uj_session {
   size_t collect_at;     /* the node count at which nodes are collected next */
   int64_t max_elements;  /* the most a tensor spans (SHAPE_MAX_ELEMENTS unless set lower) */
   uj_tensor *iotas[SESSION_IOTAS]; /* tensor_iota's buffers, kept (live tensors of the session) */
+  uj_tensor *rng;          /* the generator's key and generation, uint32 [3] (random.c), made at its first use */
+  uint64_t rng_seed;       /* what rng holds: the key */
+  uint32_t rng_generation; /* and the generation */
+  uint32_t rng_calls;      /* dropout calls since the generator last moved: the next call's stream */
 };
 
 struct uj_tensor {
@@ -132,5 +137,9 @@ bool node_promote(uj_session *s, const char *op, const UOp **a, const UOp **b);
 const UOp *node_reduce(uj_session *s, Op op, const UOp *x, const int64_t *axes, unsigned n);
 /* Unary math on nodes (float dtypes), shared by the ops built of them. */
 const UOp *node_unary(uj_session *s, uj_unop op, const UOp *x);
+/* Philox-4x32-10 (random.c) on uint32 nodes of one shape: the four words
+ * of the counter and the two of the key in, the four of the result out;
+ * false (a message set) when a node could not be made. */
+bool node_philox(uj_session *s, const UOp *const ctr[4], const UOp *const key[2], const UOp *out[4]);
 
 #endif
