@@ -277,7 +277,7 @@ uj_cli_test(debug_0 --stdout "0=2.0,3.0" --stderr-empty -- env UJ_DEBUG=0 ${RUN_
 # Each NAME.ujs prints NAME.out exactly; the values are checked by hand
 # (NumPy's layout: test/data/lang/print.ujs).
 set(L ${CMAKE_CURRENT_SOURCE_DIR}/data/lang)
-foreach(script arith create movement reduce unary nn print train)
+foreach(script arith create movement reduce unary nn print train dropout)
   uj_cli_test(lang_${script} --stdout-file ${L}/${script}.out --stderr-empty -- ${T} ${L}/${script}.ujs)
 endforeach()
 uj_cli_test(lang_command_line --stdout "tensor(shape=(2, 1), dtype=int32)\n[[3]\n [7]]" --stderr-empty
@@ -371,6 +371,18 @@ uj_cli_test(lang_err_optimizer_params ${ONE_ERROR}
 uj_cli_test(lang_err_optimizer_method ${ONE_ERROR}
   --stderr-re "^uopjit: ${C}:2:3: frob: an optimizer has no method 'frob' \\(step, zero_grad, set_lr\\)$"
   -- ${T} -c "o = sgd([], lr=1)\no.frob()")
+uj_cli_test(lang_err_dropout_p ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:1: dropout: p must be in \\[0, 1\\], not 1\\.5$" -- ${T} -c "dropout(zeros(2), 1.5)")
+uj_cli_test(lang_err_dropout_p_negative ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:10: dropout: p must be in \\[0, 1\\], not -0\\.5$" -- ${T} -c "zeros(2).dropout(-0.5)")
+uj_cli_test(lang_err_dropout_p_nan ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:2:1: dropout: p must be in \\[0, 1\\], not nan$" -- ${T} -c "n = 0.0 * 1e999\ndropout(zeros(2), n)")
+uj_cli_test(lang_err_dropout_p_kind ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:1: dropout: p must be a number, not a string$" -- ${T} -c "dropout(zeros(2), 'a')")
+uj_cli_test(lang_err_dropout_int ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:1: dropout: takes a float tensor$" -- ${T} -c "dropout(arange(3), 0.5)")
+uj_cli_test(lang_err_manual_seed ${ONE_ERROR}
+  --stderr-re "^uopjit: ${C}:1:1: manual_seed: seed must not be negative$" -- ${T} -c "manual_seed(-1)")
 uj_cli_test(lang_err_arg_count ${ONE_ERROR}
   --stderr-re "^uopjit: ${C}:1:10: softmax: takes at most 1 argument \\(2 given\\)$" -- ${T} -c "zeros(2).softmax(0, 1)")
 uj_cli_test(lang_err_arg_missing ${ONE_ERROR} --stderr-re "^uopjit: ${C}:1:1: conv2d: missing argument 'w'$"

@@ -284,11 +284,11 @@ bool method_attr(Lang *L, const Node *n, const Value *self, Value *out);
 
 /* ---- lang_train.c ---- */
 
-/* The training methods of tensors (requires_grad, backward, zero_grad). */
+/* The training methods of tensors (requires_grad, backward, zero_grad, dropout). */
 bool train_method_find(const char *name, Callable *out);
 /* t.grad into out (a handle of its own). */
 bool train_grad_attr(Call *c, uj_tensor *t, Value *out);
-/* sgd, adamw; NULL for another name. */
+/* sgd, adamw, manual_seed, rng_next; NULL for another name. */
 const Callable *train_function_find(const char *name);
 /* A method or attribute of an optimizer (c->self). */
 bool train_optim_method(Call *c, const char *name, Value *out);

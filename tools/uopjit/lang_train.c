@@ -1,8 +1,9 @@
 /* lang_train.c — training in the tensor language: parameters, backward,
- * grads and optimizers (docs/language.md, "Training").
+ * grads, dropout and optimizers (docs/language.md, "Training").
  *
  * In: calls on tensors (w.requires_grad(), loss.backward(), w.grad,
- * w.zero_grad()), the functions sgd(...) and adamw(...), and the methods
+ * w.zero_grad(), x.dropout(p)), the functions sgd(...), adamw(...),
+ * manual_seed(seed) and rng_next(), and the methods
  * of the optimizer they return (opt.step(loss), opt.zero_grad(),
  * opt.set_lr(x); opt.lr). Out: values; the work is the library's
  * (tensor.h). */
@@ -32,10 +33,17 @@ static bool t_zero_grad(Call *c, const Callable *f, Value *out) {
   return true;
 }
 
+/* x.dropout(p), also dropout(x, p) */
+static bool t_dropout(Call *c, const Callable *f, Value *out) {
+  if (!value_is_number(c->arg[0])) return call_error(c, "p must be a number, not %s", value_a_kind(c->arg[0]));
+  return call_return(c, uj_tensor_dropout(c->self->t->t, value_number(c->arg[0])), out);
+}
+
 static const Callable tensor_methods[] = {
     {"requires_grad", t_requires_grad, {"on"}, 0, false, 0},
     {"backward", t_backward, {NULL}, 0, false, 0},
     {"zero_grad", t_zero_grad, {NULL}, 0, false, 0},
+    {"dropout", t_dropout, {"p"}, 1, false, 0},
 };
 
 bool train_method_find(const char *name, Callable *out) {
@@ -99,14 +107,31 @@ static bool f_optimizer(Call *c, const Callable *f, Value *out) {
   return true;
 }
 
-static const Callable optimizer_functions[] = {
+/* ---- the session's generator (dropout's masks) ---- */
+
+/* manual_seed(seed): uj_session_rng_seed. */
+static bool f_manual_seed(Call *c, const Callable *f, Value *out) {
+  int64_t seed;
+  if (!arg_int(c, c->arg[0], "seed", &seed)) return false;
+  if (seed < 0) return call_error(c, "seed must not be negative");
+  return uj_session_rng_seed(c->L->session, (uint64_t)seed) == UJ_OK || call_lib_error(c);
+}
+
+/* rng_next(): uj_session_rng_next. */
+static bool f_rng_next(Call *c, const Callable *f, Value *out) {
+  return uj_session_rng_next(c->L->session) == UJ_OK || call_lib_error(c);
+}
+
+static const Callable train_functions[] = {
     {"sgd", f_optimizer, {"params", "lr", "momentum", "weight_decay", "max_grad_norm"}, 2, false, 0},
     {"adamw", f_optimizer, {"params", "lr", "beta1", "beta2", "eps", "weight_decay", "max_grad_norm"}, 2, false, 1},
+    {"manual_seed", f_manual_seed, {"seed"}, 1, false, 0},
+    {"rng_next", f_rng_next, {NULL}, 0, false, 0},
 };
 
 const Callable *train_function_find(const char *name) {
-  for (size_t k = 0; k < sizeof optimizer_functions / sizeof *optimizer_functions; k++)
-    if (!strcmp(optimizer_functions[k].name, name)) return &optimizer_functions[k];
+  for (size_t k = 0; k < sizeof train_functions / sizeof *train_functions; k++)
+    if (!strcmp(train_functions[k].name, name)) return &train_functions[k];
   return NULL;
 }
 
