@@ -280,22 +280,9 @@ static size_t readers_of(Ctx *ctx, const UOp *const *nodes, size_t n, const UOp 
   return m;
 }
 
-/* Whether a REDUCE inside x binds range j (then j there is that REDUCE's
- * own loop, which a substitution of j must not touch). */
-static bool binds_inside(Ctx *ctx, const UOp *x, const UOp *j) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, x, &nodes);
-  bool found = false;
-  for (size_t i = 0; i < n && !found; i++)
-    for (uint32_t k = 1; nodes[i]->op == UJ_OP_REDUCE && k < nodes[i]->nsrc && !found; k++) found = nodes[i]->src[k] == j;
-  free(nodes);
-  return found;
-}
-
 /* Online softmax in chunks of SHADOW_CHUNK: each max over j (n steps, a
  * multiple of the chunk) that sums read, and those sums, reduce over
- * j = jo·C + ji as REDUCE(REDUCE(x, ji), jo), unless a REDUCE inside the
- * max or a reader binds j too. The lanes pass then computes
+ * j = jo·C + ji as REDUCE(REDUCE(x, ji), jo). The lanes pass then computes
  * a chunk's scores as one vector (opt/lanes.c, nested form) and the
  * maximum so far grows once a chunk. */
 static const UOp *chunk(Ctx *ctx, const UOp *kernel) {
@@ -311,9 +298,7 @@ static const UOp *chunk(Ctx *ctx, const UOp *kernel) {
     const UOp *j = max->src[1];
     int64_t bound = opt_const_bound(j);
     size_t nr = bound >= 2 * SHADOW_CHUNK && bound % SHADOW_CHUNK == 0 ? readers_of(ctx, nodes, n, max, readers) : 0;
-    bool nested = binds_inside(ctx, max->src[0], j); /* a reader holding another sum over j (a cross-entropy's gradient): not chunked */
-    for (size_t r = 0; r < nr && !nested; r++) nested = binds_inside(ctx, readers[r]->src[0], j);
-    if (nr == 0 || nested) continue;
+    if (nr == 0) continue;
     const UOp *cb = uop_const_int(ctx, j->dtype, bound / SHADOW_CHUNK), *cc = uop_const_int(ctx, j->dtype, SHADOW_CHUNK);
     int64_t ao = axis++, ai = axis++;
     const UOp *jo = uop_new(ctx, UJ_OP_RANGE, j->dtype, &cb, 1, (Arg){j->name, &ao, 1});
