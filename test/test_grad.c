@@ -351,8 +351,35 @@ static void test_layers(void) {
   uj_session_clear_error(S);
 }
 
+/* A cross-entropy's gradient and its sum of squares (what an optimizer's
+ * clipping reads) in one schedule: the online softmax's chunking of the
+ * max over 32 classes once rewrote the range of a sum nested in a reader
+ * (REDUCE source 1 is an ADD); the gradient must equal the one realized alone. */
+static void test_norm_with_grad(void) {
+  enum { N = 2, V = 32 };
+  int32_t tg[N] = {3, 8};
+  uj_tensor *target = uj_tensor_from_data(S, UJ_INT32, (int64_t[]){N}, 1, tg);
+  uj_tensor *h = uj_tensor_randn(S, (int64_t[]){1, N, 1}, 3, 1), *w = uj_tensor_randn(S, (int64_t[]){1, V}, 2, 2);
+  uj_tensor_realize((uj_tensor *[]){h, w}, 2);
+  float both[V], alone[V];
+  for (int pass = 0; pass < 2; pass++) {
+    uj_tensor *mm = uj_tensor_matmul(h, w), *logits = uj_tensor_reshape(mm, (int64_t[]){N, V}, 2);
+    uj_tensor *loss = uj_tensor_cross_entropy(logits, target, -100), *g[2] = {NULL, NULL};
+    bool ok = uj_tensor_gradients(loss, NULL, &w, 1, g) == UJ_OK;
+    uj_tensor *sq = ok ? uj_tensor_binary(UJ_BIN_MUL, g[0], g[0]) : NULL;
+    g[1] = pass == 0 && sq ? uj_tensor_reduce(UJ_RED_SUM, sq, NULL, 0, false) : NULL;
+    ok = ok && uj_tensor_realize(g, pass == 0 ? 2 : 1) == UJ_OK && uj_tensor_to_host(g[0], pass ? alone : both, sizeof both) == UJ_OK;
+    CHECK(ok, "gradient and its norm in one schedule (pass %d): %s", pass, uj_session_error(S));
+    for (int i = 0; i < 2; i++) uj_tensor_free(g[i]);
+    uj_tensor_free(sq), uj_tensor_free(loss), uj_tensor_free(logits), uj_tensor_free(mm);
+  }
+  CHECK(memcmp(both, alone, sizeof both) == 0, "the gradient with its norm is the gradient alone");
+  uj_tensor_free(h), uj_tensor_free(w), uj_tensor_free(target);
+}
+
 int main(void) {
   S = suite_session("test_grad");
+  test_norm_with_grad();
   Rng r = {0x9e3779b97f4a7c15ull};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) run_case(&cases[c], &r);
   test_ties();

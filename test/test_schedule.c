@@ -181,6 +181,58 @@ static void test_independent(uj_session *s) {
   free(xs), free(gx), free(ys), free(gy);
 }
 
+/* The kernels of roots[0..n): whether each kernel of roots[0..m) (m < n)
+ * is among them. A root added to a schedule (the global gradient norm an
+ * optimizer clips by, read from the gradients) must not change the
+ * kernels of the others: an online-fusion try of the norm's kernel once
+ * cleared the cuts between the logits' max and the gradients (dh of each
+ * layer), which then fell into the gradients' kernels, unchecked: the
+ * first layer's weight gradient computed the whole backward pass again
+ * for each of its elements (a clipped MLP's step 500 ms, not 0.01). */
+static bool kernels_kept(uj_session *s, const UOp *const *roots, size_t m, size_t n) {
+  int64_t next = 3000;
+  Schedule *few = schedule_make(s->ctx, roots, m, NULL, NULL, NULL, &next, &cpu, NULL);
+  Schedule *all = few ? schedule_make(s->ctx, roots, n, NULL, NULL, NULL, &next, &cpu, NULL) : NULL;
+  bool kept = all != NULL;
+  for (size_t i = 0; kept && i < few->nitems; i++) {
+    bool found = false;
+    for (size_t j = 0; j < all->nitems && !found; j++) found = all->items[j].kernel == few->items[i].kernel;
+    kept = found;
+    CHECK(found, "kernel %s of the gradients alone is not in their schedule with the norm", few->items[i].name);
+  }
+  schedule_free(few), schedule_free(all);
+  return kept;
+}
+
+static void test_norm_keeps_gradients(uj_session *s) {
+  int32_t tg[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5, 6};
+  uj_tensor *x = rnd(s, 16, 64, 51), *w[3] = {rnd(s, 64, 32, 52), rnd(s, 32, 32, 53), rnd(s, 32, 10, 54)};
+  uj_tensor *t = uj_tensor_from_data(s, UJ_INT32, (int64_t[]){16}, 1, tg), *tmp[16], *g[4] = {NULL};
+  size_t nt = 0;
+  uj_tensor *h = x;
+  for (int l = 0; l < 3; l++) {
+    h = tmp[nt++] = uj_tensor_matmul(h, w[l]);
+    if (l < 2) h = tmp[nt++] = uj_tensor_unary(UJ_UN_RELU, h);
+  }
+  uj_tensor *loss = tmp[nt++] = uj_tensor_cross_entropy(h, t, -100);
+  bool ok = uj_tensor_gradients(loss, NULL, w, 3, g) == UJ_OK;
+  CHECK(ok, "gradients: %s", uj_session_error(s));
+  uj_tensor *sum = NULL;
+  for (int l = 0; ok && l < 3; l++) {
+    uj_tensor *sq = tmp[nt++] = uj_tensor_binary(UJ_BIN_MUL, g[l], g[l]);
+    uj_tensor *part = tmp[nt++] = uj_tensor_reduce(UJ_RED_SUM, sq, NULL, 0, false);
+    sum = sum ? (tmp[nt++] = uj_tensor_binary(UJ_BIN_ADD, sum, part)) : part;
+  }
+  g[3] = sum ? uj_tensor_unary(UJ_UN_SQRT, sum) : NULL;
+  const UOp *roots[4];
+  for (int i = 0; ok && i < 4; i++) roots[i] = g[i]->node;
+  CHECK(!ok || kernels_kept(s, roots, 3, 4), "a clipped MLP's gradients: the norm changed their kernels");
+  for (int i = 0; i < 4; i++) uj_tensor_free(g[i]);
+  for (size_t i = 0; i < nt; i++) uj_tensor_free(tmp[i]);
+  for (int l = 0; l < 3; l++) uj_tensor_free(w[l]);
+  uj_tensor_free(x), uj_tensor_free(t);
+}
+
 /* Freed tensors give their memory back at the next realize, unless a
  * live graph still reads it. */
 static void test_memory_released(void) {
@@ -327,6 +379,7 @@ int main(void) {
   test_memory_plan(s);
   test_independent(s);
   test_split_sums(s);
+  test_norm_keeps_gradients(s);
   uj_session_free(s);
   test_memory_released();
   test_assign();

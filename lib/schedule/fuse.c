@@ -15,7 +15,8 @@
  * made a chain of n cut kernels cost n^2, and more). A try's set is the
  * cut max, the cuts above it and the cuts its kernel reads (online_set),
  * else the cuts at the kernel's edge whose kernels reduce (row_set), taken
- * when nothing they compute is read from outside the kernel (alone: the
+ * when each lands in the kernel (not in another root's, which no try
+ * checks) and nothing they compute is read from outside it (alone: the
  * users of each node, listed once for the graph). The trial kernel
  * (trial_graph: the kernel's region, the other cuts read as placeholder
  * buffers) is rangeified and shaped by the heuristics (lib/opt: opt_shadow
@@ -487,7 +488,9 @@ static bool try_fuse(Fuse *f, Cone *c, const UOp *top, const UOp **staged) {
   size_t weight = any && ok ? schedule_kernel_weight(&f->walk, f->cuts, top, SCHEDULE_KERNEL_BUDGET) : 0;
   ok = ok && weight != SIZE_MAX;
   if (any && ok) mark_region(c, top);
-  bool fits = any && ok && weight <= SCHEDULE_KERNEL_BUDGET && alone(c, top, f->sink, &f->users);
+  bool inside = true; /* a cut taken in must land in top's kernel, not in another one that nobody checks */
+  for (size_t k = 0; any && ok && k < c->n && inside; k++) inside = !c->set[k] || c->region[k];
+  bool fits = any && ok && inside && weight <= SCHEDULE_KERNEL_BUDGET && alone(c, top, f->sink, &f->users);
   const UOp **inputs = NULL, *kernel = NULL;
   size_t ninputs = 0;
   if (fits) kernel = trial_kernel(c, top, f->target, &inputs, &ninputs), ok = kernel != NULL;
