@@ -59,6 +59,18 @@ static void test_kernel_counts(uj_session *s) {
                                    uj_tensor_full(s, UJ_FLOAT32, (int64_t[]){16, 8, 32}, 3, 2.0));
   CHECK(uj_tensor_kernel_count(e2) == 2, "exp broadcast 32 times: computed once, then read: %zu kernels", uj_tensor_kernel_count(e2));
   CHECK(uj_tensor_kernel_count(uj_tensor_reshape(a, (int64_t[]){8, 16}, 2)) == 0, "a reshape of a buffer needs none");
+  /* a matmul's operand that weighs more than 8 is computed once, in a kernel of its own (a GEMM would compute it
+   * again for every block of its columns); a relu of a bias add stays in the GEMM */
+  uj_tensor *heavy = bin(UJ_BIN_MUL, bin(UJ_BIN_ADD, bin(UJ_BIN_MUL, a, b), c), bin(UJ_BIN_SUB, bin(UJ_BIN_MUL, b, c), a));
+  heavy = bin(UJ_BIN_ADD, bin(UJ_BIN_MUL, heavy, heavy), bin(UJ_BIN_MUL, a, c));
+  uj_tensor *wide = rnd(s, 8, 64, 9);
+  CHECK(uj_tensor_kernel_count(uj_tensor_matmul(heavy, wide)) == 2, "a heavy operand broadcast 64 times: its own kernel: %zu",
+        uj_tensor_kernel_count(uj_tensor_matmul(heavy, wide)));
+  uj_tensor *light = uj_tensor_unary(UJ_UN_RELU, bin(UJ_BIN_ADD, a, c));
+  CHECK(uj_tensor_kernel_count(uj_tensor_matmul(light, wide)) == 1, "relu(a + c) @ w: one kernel: %zu",
+        uj_tensor_kernel_count(uj_tensor_matmul(light, wide)));
+  CHECK(uj_tensor_kernel_count(uj_tensor_matmul(heavy, w)) == 1, "a heavy operand broadcast 4 times stays in: %zu",
+        uj_tensor_kernel_count(uj_tensor_matmul(heavy, w)));
 }
 
 /* Realized tensors are read, not computed again; equal graphs are one. */

@@ -105,6 +105,36 @@ bool schedule_is_costly(const UOp *u) {
   }
 }
 
+enum { BROADCAST_MIN = 8 };    /* an EXPAND by less (a pair of rows) leaves its value in */
+enum { BROADCAST_BUDGET = 8 }; /* a broadcast value weighing more is cut */
+
+/* Sources first: the value an EXPAND broadcasts by BROADCAST_MIN or more
+ * (through movement ops: what a matmul reads of an operand), when it is an
+ * ALU op that is not cut and its kernel weighs more than BROADCAST_BUDGET
+ * (schedule_kernel_weight), is cut. Left in, it is computed again for
+ * every block of the broadcast axis (a GEMM's column blocks): a GELU's
+ * gradient inside the next GEMM's rows took 30 scalar ops for each of its
+ * 16 multiply-adds a column block, the residual stream and a layernorm
+ * under a weight gradient more; in a buffer of its own it is computed
+ * once and read as a load. A relu or a bias (weight 2 or 3) stays in.
+ * false (error set) when out of memory. */
+static bool cut_costly_broadcasts(Ctx *ctx, const UOp *const *nodes, size_t n, Cuts *c) {
+  KernelWalk w = {.num = nodemap_make(ctx)};
+  bool ok = true;
+  for (size_t k = 0; ok && k < n; k++) {
+    const UOp *e = nodes[k], *v = e->op == UJ_OP_EXPAND ? e->src[0] : NULL;
+    while (v && op_has((Op)v->op, OPF_MOVEMENT) && !c->cut[at(c, v)]) v = v->src[0];
+    if (!v || !op_has((Op)v->op, OPF_ALU) || c->cut[at(c, v)] ||
+        shape_numel(e->shape, e->ndim) < BROADCAST_MIN * shape_numel(e->src[0]->shape, e->src[0]->ndim))
+      continue;
+    size_t weight = schedule_kernel_weight(&w, c, v, BROADCAST_BUDGET);
+    ok = weight != SIZE_MAX;
+    if (ok && weight > BROADCAST_BUDGET) c->cut[at(c, v)] = 1;
+  }
+  kernel_walk_free(&w);
+  return ok;
+}
+
 /* Users before sources: a node is broadcast when an EXPAND reads it, or
  * a node that is broadcast and not cut does. A broadcast REDUCE is cut,
  * and so is a broadcast costly op (schedule_is_costly) and a broadcast
@@ -142,6 +172,10 @@ static bool find_cuts(Ctx *ctx, const UOp *sink, const UOp *const *into, Cuts *c
     if (u->op == UJ_OP_SCATTER) cut[k] = 1; /* its kernel loops over its values, not its elements */
     for (uint32_t i = 0; u != sink && i < u->nsrc; i++)
       bcast[at(c, u->src[i])] |= u->op == UJ_OP_EXPAND || (bcast[k] && !cut[k]); /* bit 1 only so far */
+  }
+  if (!cut_costly_broadcasts(ctx, nodes, n, c)) {
+    free(nodes), free(bcast), free(users);
+    return false;
   }
   /* sources first: a node that holds a fused REDUCE and has two users is cut, or each computes the reduction */
   for (size_t k = 0; k < n; k++) {
