@@ -216,6 +216,26 @@ static void test_tile(Ctx *ctx) {
   JitBuffers b = {3, {f, f, f}, {3 * 64 * 64, 3 * 64 * 64, 3 * 64 * 64}, {fill(f, 3 * 64 * 64, 0), fill(f, 3 * 64 * 64, 1), fill(f, 3 * 64 * 64, 2)}};
   if (up) jit_vs_eval_of(ctx, k, up, &b, NULL, NULL, 0, 0, "batched a @ b.T, tiled");
   for (int x = 0; x < 3; x++) free(b.init[x]);
+  /* a batch loop around rows that read the same weights (activations (4, 64, 256) @ w.T, w of 64 x 256): no tiles, the
+   * column loop around every loop, each column block's panel of w.T filled once (fails if it is filled per batch step) */
+  const char *shared =
+      "%h = (RANGE loop 0 (CONST:int64 4))\n%i = (RANGE loop 1 (CONST:int64 64))\n%j = (RANGE loop 2 (CONST:int64 64))\n"
+      "%k = (RANGE reduce 3 (CONST:int64 256))\n"
+      "(SINK (END %h (END %i (END %j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL (ADD (MUL %h (CONST:int64 64)) %i) (CONST:int64 64)) %j))\n"
+      " (REDUCE MULACC (MUL (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL (ADD (MUL %h (CONST:int64 64)) %i) (CONST:int64 256)) %k)))\n"
+      "  (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %j (CONST:int64 256)) %k)))) %k))))))";
+  k = uj_parse(ctx, shared, "shared weights");
+  up = k ? opt_kernel(ctx, k, &(OptTarget){.desc = target_desc_cpu(64)}) : NULL;
+  text = up ? uj_print(ctx, up) : NULL;
+  const UOp *cols = up && up->nsrc == 1 ? up->src[0] : NULL;
+  bool outermost = cols && cols->op == UJ_OP_END && cols->nsrc == 3 && opt_const_bound(cols->src[0]) == 2 &&
+                   cols->src[2]->op == UJ_OP_END && opt_const_bound(cols->src[2]->src[0]) == 4;
+  CHECK(outermost && strstr(text, "ALLOC:float32x16*local"), "batched rows, shared weights: END(j', fill, END(h, ..)):\n%s",
+        text ? text : uj_error(ctx));
+  free(text);
+  JitBuffers sb = {3, {f, f, f}, {4 * 64 * 64, 4 * 64 * 256, 64 * 256}, {fill(f, 4 * 64 * 64, 0), fill(f, 4 * 64 * 256, 1), fill(f, 64 * 256, 2)}};
+  if (up) jit_vs_eval_of(ctx, k, up, &sb, NULL, NULL, 0, 0, "batched rows, shared weights");
+  for (int x = 0; x < 3; x++) free(sb.init[x]);
 }
 
 /* How many times what occurs in text. */

@@ -63,10 +63,11 @@ enum { TILE_ONE_MIN_COLUMNS = 16, TILE_ONE_MIN_TILES = 4 };
  * equal tiles below this (threads split the tiles). */
 enum { TILE_EVEN_BELOW = 8 };
 
-/* The staged panel: at most 64 loads a step (2 AVX-512 registers of
- * int8), at most half the CPU's 1 MiB of kernel stack (docs/semantics.md,
+/* The staged panel: at most 128 loads a step (2 AVX-512 registers of
+ * int8; a sum of three GEMMs, a layernorm's input gradient from q, k and
+ * v, reads 3 x 32 float32 columns: 6.6 -> 3.3 ms staged), at most half the CPU's 1 MiB of kernel stack (docs/semantics.md,
  * ALLOC): k <= 4096 for 32 float32 columns. */
-enum { TILE_MAX_PANEL = 64, TILE_MAX_REDUCE_RANGES = 8 };
+enum { TILE_MAX_PANEL = 128, TILE_MAX_REDUCE_RANGES = 8 };
 
 /* The longest reduction of a vector REDUCE in x (register blocking made
  * it); 0 when there is none. */
@@ -202,7 +203,7 @@ static const UOp *rows_end_of(const UOp *kernel) {
 }
 
 /* The column loop j moved out around the rows, just inside END `at`
- * (outermost when at is NULL), block's panel filled at its start:
+ * (around every loop when at is NULL), block's panel filled at its start:
  *   [END(at, ..] END(i, END(j, block)) [..)] -> [END(at, ] END(j, fill, .. END(i, block)) [..)]
  * Outputs do not read one another, so any loop order computes them. */
 static const UOp *columns_out(Ctx *ctx, const UOp *kernel, const UOp *outer, const UOp *at, const UOp *fill,
@@ -212,9 +213,10 @@ static const UOp *columns_out(Ctx *ctx, const UOp *kernel, const UOp *outer, con
   memcpy(src, block->src, block->nsrc * sizeof *src), src[0] = outer->src[0];
   rows = uop_new(ctx, UJ_OP_END, outer->dtype, src, block->nsrc, arg_none());
   free(src);
-  const UOp *body = rows && at ? substitute(ctx, at->src[1], outer, rows) : rows;
+  const UOp *top = kernel->src[0]; /* at NULL: the column loop around every loop */
+  const UOp *body = rows && at ? substitute(ctx, at->src[1], outer, rows) : rows && top != outer ? substitute(ctx, top, outer, rows) : rows;
   const UOp *cols = body ? uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){inner->src[0], fill, body}, 3, arg_none()) : NULL;
-  if (!at || !cols) return cols ? substitute(ctx, kernel, outer, cols) : NULL;
+  if (!at || !cols) return cols ? substitute(ctx, kernel, at ? outer : top, cols) : NULL;
   const UOp *staged = uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], cols}, 2, arg_none());
   return staged ? substitute(ctx, kernel, at, staged) : NULL;
 }
@@ -227,20 +229,30 @@ static const UOp *columns_out(Ctx *ctx, const UOp *kernel, const UOp *outer, con
  *   -> END(n, fill, .. END(i, END(j, block reading p[(k·J + j)·m/w + ..])))
  * per_block (every block's panel over the budget, one's not): one column
  * block's panel at a time, the column loop moved there (columns_out).
+ * once (rows that fit one tile inside batch loops): a GEMM's panel that
+ * reads none of those loops (weights) is staged a block at a time with
+ * the column loop outermost, so each block's panel is filled once.
  * A convolution's weights are read along the output channels (the
  * columns) 576 elements apart: staged, 2 vector loads a step. */
 static const UOp *stage_whole(Ctx *ctx, const UOp *kernel, const UOp *outer, const UOp *const *k, size_t nk,
-                              const UOp *const *loads, size_t m, unsigned w, bool per_block) {
-  const UOp *inner = outer->src[1], *j = inner->src[0], *at = kernel->src[0];
+                              const UOp *const *loads, size_t m, unsigned w, bool per_block, bool once) {
+  const UOp *inner = outer->src[1], *j = inner->src[0], *at = NULL;
   for (const UOp *e = kernel->src[0]; e != outer; e = e->src[1]) {
     bool read = false;
     for (size_t x = 0; x < m && !read; x++) read = opt_contains(ctx, loads[x], e->src[0]);
     if (read) at = e;
   }
+  /* a GEMM's panel that reads no loop around the rows (weights): each
+   * block's once, the column loop outermost; a convolution (a reduction
+   * over several RANGEs) keeps its panel inside the batch loop, its
+   * input image being the operand read again for each column block */
+  bool outermost = !at && once && outer->nsrc == 2 && nk == 1;
+  per_block = per_block || outermost;
+  if (!at && !outermost) at = kernel->src[0];
   const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, per_block ? NULL : j, loads, m, w,
                                                opt_next_axis(ctx, kernel), &fill);
   if (!block) return NULL;
-  if (!per_block) {
+  if (!per_block) { /* at: not NULL */
     const UOp *body = substitute(ctx, at->src[1], inner, block);
     const UOp *staged = body ? uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], fill, body}, 3, arg_none()) : NULL;
     return staged ? substitute(ctx, kernel, at, staged) : NULL;
@@ -284,6 +296,13 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const TargetDesc *target, const
     const UOp *fill = NULL, *block = stage_panel(ctx, kernel, inner, k, nk, NULL, loads, m, w, opt_next_axis(ctx, kernel), &fill);
     return block ? columns_out(ctx, kernel, outer, NULL, fill, block) : NULL;
   }
+  /* loops around rows that fit one tile (a batch of rows times the same
+   * weights: activations (B, T, D) @ w): tiles would fill the panel again
+   * for each tile of each batch step, reading b a row apart; staged once
+   * inside the innermost loop it depends on instead (the weights: once),
+   * it is filled once a column block. A backward GEMM of a GPT block (8 x
+   * 64 rows, k 1024, b^T read 1024 apart): 9.7 -> 3.5 ms, one thread */
+  if (!forced && (whole || per_block) && rows <= most) return stage_whole(ctx, kernel, outer, k, nk, loads, m, w, per_block, true);
   for (int64_t t = most; !forced && t >= 2 && !blocks; t--)
     if (rows % t == 0 && rows / t >= TILE_MIN_TILES) blocks = t;
   /* an odd count of tiles below 8 (125 row blocks: 5 of 25) leaves a
@@ -296,7 +315,7 @@ const UOp *opt_tile(Ctx *ctx, const UOp *kernel, const TargetDesc *target, const
     if (even >= 2 && rows - (n - 1) * even >= 1) blocks = even;
   }
   int64_t ntiles = blocks ? (rows + blocks - 1) / blocks : 0, last = rows - (ntiles - 1) * blocks;
-  if (!blocks) return whole || per_block ? stage_whole(ctx, kernel, outer, k, nk, loads, m, w, per_block) : kernel;
+  if (!blocks) return whole || per_block ? stage_whole(ctx, kernel, outer, k, nk, loads, m, w, per_block, false) : kernel;
   int64_t axis = opt_next_axis(ctx, kernel);
   const UOp *nt = uop_const_int(ctx, i->dtype, ntiles), *nu = uop_const_int(ctx, i->dtype, blocks);
   const UOp *t = uop_new(ctx, UJ_OP_RANGE, i->dtype, &nt, 1, (Arg){i->name, &axis, 1});
