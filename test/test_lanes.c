@@ -171,6 +171,14 @@ static void test_reassociated(Ctx *ctx) {
       {"(REDUCE MULACC (MUL %x %y) %r)", "REDUCE:float32x16 MULACC (MUL:float32x16", "a row of products: fused, 16 lanes"},
       {"(REDUCE ADD (SUB %x (REDUCE MAX (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %i (CONST:int64 512)) %m))) %m)) %r)",
        "REDUCE:float32x16 ADD", "a sum reading a maximum over its own range"},
+      /* a load every row shares, only added (a bias or a position embedding under a layernorm's mean and variance):
+       * no matrix product, so lanes (it went to upcast: 16 rows a vector, a gather a lane) */
+      {"(REDUCE ADD (ADD %x (LOAD (INDEX (PARAM:float32* 2) %r))) %r)", "REDUCE:float32x16 ADD", "a row sum of x plus a shared bias"},
+      {"(REDUCE ADD (MUL (ADD %x (LOAD (INDEX (PARAM:float32* 2) %r))) (ADD %x (LOAD (INDEX (PARAM:float32* 2) %r)))) %r)",
+       "REDUCE:float32x16 ADD", "a row sum of squares of x plus a shared bias"},
+      /* a gathered row: r minus something free of r reads consecutive elements */
+      {"(REDUCE ADD (LOAD (INDEX (PARAM:float32* 1) (SUB %r (MUL %i (CONST:int64 -512))))) %r)", "REDUCE:float32x16 ADD",
+       "a row at r - i * -512"},
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     const UOp *kc = uj_parse(ctx, kernel("float32", 512, ROW "%m = (RANGE reduce 2 (CONST:int64 512))\n", "%r", cases[c].value), cases[c].what);
@@ -186,6 +194,19 @@ static void test_reassociated(Ctx *ctx) {
                              "  (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %j (CONST:int64 512)) %k)))) %k)))))",
                              "a @ b.T");
   CHECK(gemm && opt_lanes(ctx, gemm, true) == gemm, "a @ b.T: each row of a serves every column: left to upcast and tiles");
+  const UOp *gemv = uj_parse(ctx,
+                             "%i = (RANGE loop 0 (CONST:int64 4))\n%k = (RANGE reduce 1 (CONST:int64 512))\n"
+                             "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i)\n"
+                             " (REDUCE ADD (MUL (ADD (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int64 512)) %k))) (CONST:float32 1.0))\n"
+                             "  (LOAD (INDEX (PARAM:float32* 2) %k))) %k))))",
+                             "(a + 1) @ x");
+  CHECK(gemv && opt_lanes(ctx, gemv, true) == gemv, "(a + 1) @ x: x serves every row, multiplied: left to upcast");
+  const UOp *down = uj_parse(ctx,
+                             "%i = (RANGE loop 0 (CONST:int64 4))\n%k = (RANGE reduce 1 (CONST:int64 512))\n"
+                             "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i)\n"
+                             " (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1) (SUB (MUL %i (CONST:int64 512)) %k))) %k))))",
+                             "a row read backwards");
+  CHECK(down && opt_lanes(ctx, down, true) == down, "i * 512 - k: not consecutive along k: left alone");
   CHECK(k && opt_lanes(ctx, k, false) == k, "a target that keeps the order: the float sum left alone");
   free(in[0]), free(in[1]);
 }

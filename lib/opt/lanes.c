@@ -139,13 +139,15 @@ static bool order_free(const UOp *reduce, bool reassociate) {
  * used to write into graphs), 32 for the others. */
 static unsigned free_width(const UOp *reduce) { return float_sum(reduce) ? LANES_WIDTH : LANES_FREE_WIDTH; }
 
-/* Whether idx is r + (something without r): down the ADDs, each time
- * into the one source that reads r (a loop: an index may be deep). */
+/* Whether idx is r + (something without r): down the ADDs (and SUBs
+ * of something without r: a gathered row, index - clamp(..) * width),
+ * each time into the one source that reads r (a loop: an index may be
+ * deep). */
 static bool unit_stride(Ctx *ctx, const UOp *idx, const UOp *r) {
   while (idx != r) {
-    if (idx->op != UJ_OP_ADD || idx->nsrc != 2) return false;
+    if ((idx->op != UJ_OP_ADD && idx->op != UJ_OP_SUB) || idx->nsrc != 2) return false;
     bool left = opt_contains(ctx, idx->src[0], r), right = opt_contains(ctx, idx->src[1], r);
-    if (left == right) return false;
+    if (left == right || (idx->op == UJ_OP_SUB && right)) return false;
     idx = left ? idx->src[0] : idx->src[1];
   }
   return true;
@@ -184,6 +186,31 @@ static void unbind(const UOp **ranges, size_t *n, const UOp *reduce) {
       else o++;
 }
 
+/* Whether load (along r) misses one of the outputs' RANGEs outer[0..n). */
+static bool missing_output(Ctx *ctx, const UOp *load, const UOp *const *outer, size_t n) {
+  for (size_t o = 0; o < n; o++)
+    if (!opt_contains(ctx, load, outer[o])) return true;
+  return false;
+}
+
+/* Of the loads along r under x: *any whether there is one, *all_shared
+ * whether each misses an output's RANGE. */
+static void loads_along(Ctx *ctx, const UOp *x, const UOp *r, const UOp *const *outer, size_t n, bool *any, bool *all_shared) {
+  const UOp **nodes = NULL;
+  size_t count = uop_toposort(ctx, x, &nodes);
+  *any = false, *all_shared = true;
+  for (size_t i = 0; i < count; i++) {
+    if (nodes[i]->op != UJ_OP_LOAD || !opt_contains(ctx, nodes[i], r)) continue;
+    *any = true;
+    *all_shared = *all_shared && missing_output(ctx, nodes[i], outer, n);
+  }
+  free(nodes);
+}
+
+/* A product whose one factor loads only what the outputs share (a row of
+ * a, the vector of a GEMV) and whose other factor loads along r too: a
+ * dot product of a matrix product. A shared load only added (a bias
+ * under a layernorm's mean or variance) makes none. */
 static bool shared_loads(Ctx *ctx, const UOp *root, const UOp *x, const UOp *r) {
   const UOp **nodes = NULL, *outer[LANES_MAX_RANGES];
   size_t count = uop_toposort(ctx, x, &nodes), nouter = 0;
@@ -194,8 +221,11 @@ static bool shared_loads(Ctx *ctx, const UOp *root, const UOp *x, const UOp *r) 
   for (size_t i = 0; i < count; i++)
     if (nodes[i]->op == UJ_OP_REDUCE) unbind(outer, &nouter, nodes[i]);
   for (size_t i = 0; i < count && !shared; i++) {
-    if (nodes[i]->op != UJ_OP_LOAD || !opt_contains(ctx, nodes[i], r)) continue;
-    for (size_t o = 0; o < nouter && !shared; o++) shared = !opt_contains(ctx, nodes[i], outer[o]);
+    const UOp *u = nodes[i];
+    if ((u->op != UJ_OP_MUL && u->op != UJ_OP_MULACC) || !opt_contains(ctx, u, r)) continue;
+    bool any[2], all[2];
+    for (int side = 0; side < 2; side++) loads_along(ctx, u->src[side], r, outer, nouter, &any[side], &all[side]);
+    shared = any[0] && any[1] && (all[0] || all[1]);
   }
   free(nodes);
   return shared;
