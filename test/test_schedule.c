@@ -317,6 +317,19 @@ static void test_assign(void) {
   CHECK(uj_tensor_to_host(sq, got, 4 * sizeof *got) == UJ_OK && got[3] == 3, "int to float: %g", got[3]);
   CHECK(uj_tensor_assign(sq, x) != UJ_OK && strstr(uj_session_error(s), "assign: shapes (2, 3) and (2, 2)"), "%s",
         uj_session_error(s));
+  /* equal values realize into one buffer; assigning to one tensor must not change the other */
+  uj_tensor *z[2] = {uj_tensor_zeros(s, UJ_FLOAT32, (int64_t[]){4}, 1), uj_tensor_zeros(s, UJ_FLOAT32, (int64_t[]){4}, 1)};
+  CHECK(uj_tensor_realize(z, 2) == UJ_OK && z[0]->node == z[1]->node, "two zeros: one view");
+  CHECK(uj_tensor_assign(z[0], uj_tensor_full(s, UJ_FLOAT32, (int64_t[]){4}, 1, 1.5)) == UJ_OK, "%s", uj_session_error(s));
+  float one[4], other[4];
+  CHECK(uj_tensor_to_host(z[0], one, sizeof one) == UJ_OK && one[0] == 1.5f && one[3] == 1.5f, "the assigned one: %g", one[0]);
+  CHECK(uj_tensor_to_host(z[1], other, sizeof other) == UJ_OK && other[0] == 0 && other[3] == 0, "the other keeps its zeros: %g",
+        other[0]);
+  CHECK(uj_tensor_to_host(uj_tensor_zeros(s, UJ_FLOAT32, (int64_t[]){4}, 1), other, sizeof other) == UJ_OK && other[2] == 0,
+        "zeros made again: %g", other[2]);
+  CHECK(uj_tensor_assign(z[0], uj_tensor_full(s, UJ_FLOAT32, (int64_t[]){4}, 1, 2.5)) == UJ_OK &&
+            assign_kernels(s, z[0], uj_tensor_binary_scalar(UJ_BIN_ADD, z[0], 1, false)) == 1,
+        "then in place in its own buffer: %s", uj_session_error(s));
   uj_session_free(s);
 }
 

@@ -93,9 +93,9 @@ static uj_tensor *load_param(const char *name) {
  * labels), each from host memory, and the two buffers every step reads,
  * which each step assigns its batch to: every step's graph is then the
  * same graph on the same buffers, scheduled and compiled once. Those two
- * are made from host memory too, each a buffer of its own: two equal
- * tensors of uj_tensor_zeros realize into one buffer, so assigning to
- * one would change the other. */
+ * are made from host memory too, each a buffer of its own from the start
+ * (two equal tensors of uj_tensor_zeros realize into one buffer, and the
+ * first assignment to one moves it to a new one: docs/tensor.md). */
 typedef struct Data {
   uj_tensor *now[2], *batch[BATCHES][2];
 } Data;

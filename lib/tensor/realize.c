@@ -164,6 +164,15 @@ uj_status tensor_assign_many(uj_session *s, uj_tensor *const *dsts, const UOp *c
   return tensor_run(s, values, n, dsts, NULL);
 }
 
+/* Whether a live tensor other than t holds t's node (a realized view:
+ * equal values realized into one buffer). A view of another shape (a
+ * reshape of t) shares t's memory on purpose, as PyTorch's views do. */
+static bool shares_view(const uj_session *s, const uj_tensor *t) {
+  for (size_t i = 0; i < s->ntensors; i++)
+    if (s->tensors[i] != t && s->tensors[i]->node == t->node) return true;
+  return false;
+}
+
 uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {
   if (!dst || !src) return UJ_ERR_ARG;
   uj_session *s = dst->s;
@@ -173,7 +182,14 @@ uj_status uj_tensor_assign(uj_tensor *dst, uj_tensor *src) {
   const UOp *view = dst->node;
   const UOp *value = node_broadcast(s, "assign", node_cast(s, src->node, (uj_scalar)view->dtype.scalar), view->shape, view->ndim);
   if (!value) return UJ_ERR_ARG;
-  return tensor_assign_many(s, &dst, &value, 1);
+  if (!shares_view(s, dst)) return tensor_assign_many(s, &dst, &value, 1);
+  /* another tensor holds the same view (equal values realize into one
+   * buffer: two zeros of one shape): dst moves to a buffer of its own */
+  uj_tensor *none = NULL;
+  const UOp *fresh = NULL;
+  st = tensor_run(s, &value, 1, &none, &fresh);
+  if (st == UJ_OK) dst->node = fresh;
+  return st;
 }
 
 uj_status tensor_write(uj_tensor *t, const void *data, size_t bytes) {
