@@ -245,6 +245,26 @@ static void test_norm_keeps_gradients(uj_session *s) {
   uj_tensor_free(x), uj_tensor_free(t);
 }
 
+/* Graphs equal but for their buffers make one kernel (PARAM slots and
+ * RANGE numbers follow the graph's shape): a chain of matmuls by the
+ * same b is one GEMM, compiled once. */
+static void test_equal_kernels(uj_session *s) {
+  for (int64_t n = 64; n <= 256; n *= 4) {
+    uj_tensor *a = rnd(s, n, n, 61), *b = rnd(s, n, n, 62);
+    uj_tensor *ab = uj_tensor_matmul(a, b), *abb = uj_tensor_matmul(ab, b), *abbb = uj_tensor_matmul(abb, b);
+    const UOp *root = abbb->node;
+    int64_t next = 4000;
+    Schedule *sch = schedule_make(s->ctx, &root, 1, NULL, NULL, NULL, &next, &cpu, NULL);
+    CHECK(sch && sch->nitems == 3, "three matmuls: three kernels");
+    /* a @ b reads (a, b), (a @ b) @ b reads (a @ b, b): slot 1 the left operand in both (by id, b came first in the second) */
+    CHECK(sch && sch->items[1].kernel == sch->items[0].kernel, "%lld: (a @ b) @ b is a @ b's kernel", (long long)n);
+    /* the root's tensor is (n, n), the others' cut at the (n, n, 1) sum: equal loops, numbered alike */
+    CHECK(n != 256 || (sch && sch->items[2].kernel == sch->items[0].kernel), "%lld: the root's kernel is a @ b's", (long long)n);
+    schedule_free(sch);
+    uj_tensor_free(abbb), uj_tensor_free(abb), uj_tensor_free(ab), uj_tensor_free(a), uj_tensor_free(b);
+  }
+}
+
 /* Freed tensors give their memory back at the next realize, unless a
  * live graph still reads it. */
 static void test_memory_released(void) {
@@ -405,6 +425,7 @@ int main(void) {
   test_independent(s);
   test_split_sums(s);
   test_norm_keeps_gradients(s);
+  test_equal_kernels(s);
   uj_session_free(s);
   test_memory_released();
   test_assign();

@@ -29,6 +29,7 @@
 #include "schedule/rangeify.h"
 #include "symbolic/symbolic.h"
 #include "uop/alu.h"
+#include "uop/nodemap.h"
 
 enum { MAX_AXES = 255 };
 
@@ -81,8 +82,7 @@ static const UOp *element(Ctx *ctx, const Rangeify *st, const UOp *x, const UOp 
     const UOp *ix = uop_new(ctx, UJ_OP_INDEX, x->dtype, src, gate ? 3 : 2, arg_none());
     DType d = dt_base(x->dtype);
     if (!gate) return uop_new(ctx, UJ_OP_LOAD, d, &ix, 1, arg_none());
-    uint64_t zero = dt_is_float(d) ? word_from_double((uj_scalar)d.scalar, 0.0) : 0;
-    const UOp *ld[2] = {ix, uop_const_word(ctx, d, zero)};
+    const UOp *ld[2] = {ix, uop_const_word(ctx, d, 0)}; /* word 0: +0.0, or 0 */
     return uop_new(ctx, UJ_OP_LOAD, d, ld, 2, arg_none());
   }
   if (x->op == UJ_OP_CONST || x->op == UJ_OP_DEFINE_VAR) return x; /* a scalar (0-d tensors are INDEXed) */
@@ -156,8 +156,7 @@ static const UOp *rw_pad(Rewriter *rw, const UOp *root, const Binds *m) {
   }
   if (!valid) return element(ctx, rw->user, x, j, s.gate);
   const UOp *v = element(ctx, rw->user, x, j, and_gate(ctx, s.gate, valid));
-  uint64_t zero = dt_is_float(v->dtype) ? word_from_double((uj_scalar)v->dtype.scalar, 0.0) : 0;
-  return uop_ternary(ctx, UJ_OP_WHERE, valid, v, uop_const_word(ctx, v->dtype, zero));
+  return uop_ternary(ctx, UJ_OP_WHERE, valid, v, uop_const_word(ctx, v->dtype, 0));
 }
 
 /* Whether the index word v names a position of an axis of n: 0 <= v < n
@@ -188,11 +187,10 @@ static const UOp *rw_gather(Rewriter *rw, const UOp *root, const Binds *m) {
   int64_t axis = s.t->ints[0], n = x->shape[axis];
   memcpy(j, s.i, x->ndim * sizeof *j);
   const UOp *v = element(ctx, rw->user, s.t->src[1], s.i, s.gate);
-  uint64_t zero = dt_is_float(x->dtype) ? word_from_double((uj_scalar)x->dtype.scalar, 0.0) : 0;
-  if (n == 0) return uop_const_word(ctx, s.t->dtype, zero);
+  if (n == 0) return uop_const_word(ctx, s.t->dtype, 0);
   j[axis] = axis_index(ctx, rw->user, v, n);
   const UOp *e = element(ctx, rw->user, x, j, s.gate);
-  return uop_ternary(ctx, UJ_OP_WHERE, in_axis(ctx, v, n), e, uop_const_word(ctx, e->dtype, zero));
+  return uop_ternary(ctx, UJ_OP_WHERE, in_axis(ctx, v, n), e, uop_const_word(ctx, e->dtype, 0));
 }
 
 static const UOp *rw_reduce(Rewriter *rw, const UOp *root, const Binds *m) {
@@ -240,22 +238,38 @@ static const Rule rangeify_rules[] = {
   {"(INDEX _ ...)", rw_alu},               // alu(a, b)[i] -> alu(a[i], b[i])
 };
 
-/* The BUFFERs under t, in id order: the PARAM slots 1, 2, ... */
+/* The BUFFERs under t in the order a walk from t meets them, sources in
+ * order (depth first): the PARAM slots 1, 2, .... The order is the
+ * graph's shape, not its buffers' ids, so two graphs equal but for their
+ * buffers (a transformer's layers) make one kernel, compiled once. */
 static bool collect_buffers(Ctx *ctx, const UOp *t, unsigned index_bits, Rangeify *st) {
   const UOp **nodes = NULL;
   size_t n = uop_toposort(ctx, t, &nodes);
   st->buffers = malloc((n + 1) * sizeof *st->buffers);
+  const UOp **stack = malloc((n + 1) * sizeof *stack);
+  NodeMap seen = nodemap_make(ctx);
   int64_t most = 1;
-  for (size_t i = 0; st->buffers && i < n; i++) {
+  for (size_t i = 0; i < n; i++) {
     int64_t count = 1;
     for (unsigned k = 0; k < nodes[i]->ndim; k++) count *= nodes[i]->shape[k] ? nodes[i]->shape[k] : 1;
     if (count > most) most = count;
-    if (nodes[i]->op == UJ_OP_BUFFER) st->buffers[st->nbuffers++] = nodes[i];
+  }
+  bool ok = st->buffers && stack && n > 0 && nodemap_add(&seen, t) != NODEMAP_NONE;
+  size_t top = 0;
+  if (ok) stack[top++] = t;
+  while (ok && top > 0) { /* each node pushed once: the stack holds at most n */
+    const UOp *u = stack[--top];
+    if (u->op == UJ_OP_BUFFER) st->buffers[st->nbuffers++] = u;
+    for (uint32_t k = u->nsrc; ok && k-- > 0;) { /* src[0] on top: met first */
+      size_t before = seen.count;
+      ok = nodemap_add(&seen, u->src[k]) != NODEMAP_NONE;
+      if (ok && seen.count > before) stack[top++] = u->src[k];
+    }
   }
   st->index = dt_scalar(most < INT32_MAX && index_bits < 64 ? UJ_INT32 : UJ_INT64);
-  free(nodes);
-  if (!st->buffers) ctx_set_error(ctx, "rangeify: out of memory");
-  return n > 0 && st->buffers != NULL;
+  free(nodes), free(stack), nodemap_free(&seen);
+  if (!ok) ctx_set_error(ctx, "rangeify: out of memory");
+  return ok;
 }
 
 /* A loop RANGE per axis of shape (a constant 0 for an axis of size 1). */
@@ -287,6 +301,47 @@ static const UOp *output_effect(Ctx *ctx, Rangeify *st, const UOp *t, const UOp 
   return uop_new(ctx, UJ_OP_STORE_ADD, dt_scalar(UJ_VOID), (const UOp *[]){at, element(ctx, st, t->src[0], r, NULL)}, 2, arg_none());
 }
 
+/* The RANGEs of a kernel, numbered in the order a depth-first walk from
+ * its SINK (sources in order) meets them: equal loop nests get equal
+ * numbers whatever the tensor's axes were (a (256, 256, 1) matmul and a
+ * (256, 256) one: one kernel). */
+typedef struct Numbering {
+  Ctx *ctx;
+  NodeMap ranges; /* RANGE -> its new number */
+} Numbering;
+
+static const UOp *renumber_range(void *user, const UOp *u, const UOp *rebuilt) {
+  Numbering *nb = user;
+  uint32_t k = u->op == UJ_OP_RANGE ? nodemap_find(&nb->ranges, u) : NODEMAP_NONE;
+  if (k == NODEMAP_NONE || !rebuilt) return rebuilt;
+  int64_t axis = k;
+  return uop_new(nb->ctx, UJ_OP_RANGE, rebuilt->dtype, rebuilt->src, rebuilt->nsrc, (Arg){rebuilt->name, &axis, 1});
+}
+
+static const UOp *number_ranges(Ctx *ctx, const UOp *kernel) {
+  const UOp **nodes = NULL;
+  size_t n = uop_toposort(ctx, kernel, &nodes), top = 0;
+  free(nodes);
+  const UOp **stack = n ? malloc(n * sizeof *stack) : NULL;
+  Numbering nb = {ctx, nodemap_make(ctx)};
+  NodeMap seen = nodemap_make(ctx);
+  bool ok = stack && nodemap_add(&seen, kernel) != NODEMAP_NONE;
+  if (ok) stack[top++] = kernel;
+  while (ok && top > 0) {
+    const UOp *u = stack[--top];
+    if (u->op == UJ_OP_RANGE) ok = nodemap_add(&nb.ranges, u) != NODEMAP_NONE;
+    for (uint32_t k = u->nsrc; ok && k-- > 0;) {
+      size_t before = seen.count;
+      ok = nodemap_add(&seen, u->src[k]) != NODEMAP_NONE;
+      if (ok && seen.count > before) stack[top++] = u->src[k];
+    }
+  }
+  const UOp *out = ok ? graph_substitute(ctx, kernel, renumber_range, &nb) : NULL;
+  if (!ok) ctx_set_error(ctx, "rangeify: out of memory");
+  free(stack), nodemap_free(&seen), nodemap_free(&nb.ranges);
+  return out;
+}
+
 const UOp *rangeify_kernel(Ctx *ctx, const UOp *t, unsigned index_bits, const UOp ***buffers, size_t *nbuffers) {
   Rangeify st = {0};
   *buffers = NULL, *nbuffers = 0;
@@ -302,6 +357,7 @@ const UOp *rangeify_kernel(Ctx *ctx, const UOp *t, unsigned index_bits, const UO
   kernel = rs ? graph_rewrite(ctx, kernel, rs, &st) : NULL;
   ruleset_free(rs);
   if (kernel) kernel = symbolic_simplify(ctx, kernel);
+  if (kernel) kernel = number_ranges(ctx, kernel);
   if (!kernel) return free(st.buffers), NULL;
   *buffers = st.buffers, *nbuffers = st.nbuffers;
   return kernel;
