@@ -187,26 +187,28 @@ static void test_reassociated(Ctx *ctx) {
     CHECK(t && strstr(t, cases[c].want), "%s: wants a %s:\n%s", cases[c].what, cases[c].want, t ? t : uj_error(ctx));
     free(t);
   }
-  const UOp *gemm = uj_parse(ctx,
-                             "%i = (RANGE loop 0 (CONST:int64 4))\n%j = (RANGE loop 1 (CONST:int64 4))\n%k = (RANGE reduce 2 (CONST:int64 512))\n"
-                             "(SINK (END %i (END %j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %i (CONST:int64 4)) %j))\n"
-                             " (REDUCE MULACC (MUL (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int64 512)) %k)))\n"
-                             "  (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %j (CONST:int64 512)) %k)))) %k)))))",
-                             "a @ b.T");
-  CHECK(gemm && opt_lanes(ctx, gemm, true) == gemm, "a @ b.T: each row of a serves every column: left to upcast and tiles");
-  const UOp *gemv = uj_parse(ctx,
-                             "%i = (RANGE loop 0 (CONST:int64 4))\n%k = (RANGE reduce 1 (CONST:int64 512))\n"
-                             "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i)\n"
-                             " (REDUCE ADD (MUL (ADD (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int64 512)) %k))) (CONST:float32 1.0))\n"
-                             "  (LOAD (INDEX (PARAM:float32* 2) %k))) %k))))",
-                             "(a + 1) @ x");
-  CHECK(gemv && opt_lanes(ctx, gemv, true) == gemv, "(a + 1) @ x: x serves every row, multiplied: left to upcast");
-  const UOp *down = uj_parse(ctx,
-                             "%i = (RANGE loop 0 (CONST:int64 4))\n%k = (RANGE reduce 1 (CONST:int64 512))\n"
-                             "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i)\n"
-                             " (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1) (SUB (MUL %i (CONST:int64 512)) %k))) %k))))",
-                             "a row read backwards");
-  CHECK(down && opt_lanes(ctx, down, true) == down, "i * 512 - k: not consecutive along k: left alone");
+  static const struct {
+    const char *text, *what;
+  } alone[] = { /* left to upcast and tiles, or not consecutive */
+      {"%i = (RANGE loop 0 (CONST:int64 4))\n%j = (RANGE loop 1 (CONST:int64 4))\n%k = (RANGE reduce 2 (CONST:int64 512))\n"
+       "(SINK (END %i (END %j (STORE (INDEX (PARAM:float32* 0) (ADD (MUL %i (CONST:int64 4)) %j))\n"
+       " (REDUCE MULACC (MUL (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int64 512)) %k)))\n"
+       "  (LOAD (INDEX (PARAM:float32* 2) (ADD (MUL %j (CONST:int64 512)) %k)))) %k)))))",
+       "a @ b.T: each row of a serves every column"},
+      {"%i = (RANGE loop 0 (CONST:int64 4))\n%k = (RANGE reduce 1 (CONST:int64 512))\n"
+       "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i)\n"
+       " (REDUCE ADD (MUL (ADD (LOAD (INDEX (PARAM:float32* 1) (ADD (MUL %i (CONST:int64 512)) %k))) (CONST:float32 1.0))\n"
+       "  (LOAD (INDEX (PARAM:float32* 2) %k))) %k))))",
+       "(a + 1) @ x: x serves every row, multiplied"},
+      {"%i = (RANGE loop 0 (CONST:int64 4))\n%k = (RANGE reduce 1 (CONST:int64 512))\n"
+       "(SINK (END %i (STORE (INDEX (PARAM:float32* 0) %i)\n"
+       " (REDUCE ADD (LOAD (INDEX (PARAM:float32* 1) (SUB (MUL %i (CONST:int64 512)) %k))) %k))))",
+       "i * 512 - k: not consecutive along k"},
+  };
+  for (size_t c = 0; c < sizeof alone / sizeof *alone; c++) {
+    const UOp *ka = uj_parse(ctx, alone[c].text, alone[c].what);
+    CHECK(ka && opt_lanes(ctx, ka, true) == ka, "%s: left alone", alone[c].what);
+  }
   CHECK(k && opt_lanes(ctx, k, false) == k, "a target that keeps the order: the float sum left alone");
   free(in[0]), free(in[1]);
 }
