@@ -193,41 +193,38 @@ static bool missing_output(Ctx *ctx, const UOp *load, const UOp *const *outer, s
   return false;
 }
 
-/* Of the loads along r under x: *any whether there is one, *all_shared
- * whether each misses an output's RANGE. */
-static void loads_along(Ctx *ctx, const UOp *x, const UOp *r, const UOp *const *outer, size_t n, bool *any, bool *all_shared) {
-  const UOp **nodes = NULL;
-  size_t count = uop_toposort(ctx, x, &nodes);
-  *any = false, *all_shared = true;
-  for (size_t i = 0; i < count; i++) {
-    if (nodes[i]->op != UJ_OP_LOAD || !opt_contains(ctx, nodes[i], r)) continue;
-    *any = true;
-    *all_shared = *all_shared && missing_output(ctx, nodes[i], outer, n);
-  }
-  free(nodes);
-}
+/* Per node of x, sources first: whether it reads r, whether a load along
+ * r is under it, and whether one that serves a single output (reads every
+ * output RANGE) is. */
+enum { READS_R = 1, ALONG = 2, UNSHARED = 4 };
 
 /* A product whose one factor loads only what the outputs share (a row of
  * a, the vector of a GEMV) and whose other factor loads along r too: a
  * dot product of a matrix product. A shared load only added (a bias
- * under a layernorm's mean or variance) makes none. */
+ * under a layernorm's mean or variance) makes none. One pass over x. */
 static bool shared_loads(Ctx *ctx, const UOp *root, const UOp *x, const UOp *r) {
-  const UOp **nodes = NULL, *outer[LANES_MAX_RANGES];
-  size_t count = uop_toposort(ctx, x, &nodes), nouter = 0;
-  bool shared = count == 0;
-  for (size_t i = 0; i < count && nouter < LANES_MAX_RANGES; i++) /* the RANGEs x reads */
-    if (nodes[i]->op == UJ_OP_RANGE) outer[nouter++] = nodes[i];
+  const UOp *outer[LANES_MAX_RANGES];
+  Topo t;
+  if (!topo_make(ctx, x, &t)) return true; /* out of memory: no lanes */
+  size_t nouter = 0;
+  for (size_t i = 0; i < t.n && nouter < LANES_MAX_RANGES; i++) /* the RANGEs x reads */
+    if (t.nodes[i]->op == UJ_OP_RANGE) outer[nouter++] = t.nodes[i];
   unbind(outer, &nouter, root); /* those root or a REDUCE inside x binds (softmax's maximum) are no output's */
-  for (size_t i = 0; i < count; i++)
-    if (nodes[i]->op == UJ_OP_REDUCE) unbind(outer, &nouter, nodes[i]);
-  for (size_t i = 0; i < count && !shared; i++) {
-    const UOp *u = nodes[i];
-    if ((u->op != UJ_OP_MUL && u->op != UJ_OP_MULACC) || !opt_contains(ctx, u, r)) continue;
-    bool any[2], all[2];
-    for (int side = 0; side < 2; side++) loads_along(ctx, u->src[side], r, outer, nouter, &any[side], &all[side]);
-    shared = any[0] && any[1] && (all[0] || all[1]);
+  for (size_t i = 0; i < t.n; i++)
+    if (t.nodes[i]->op == UJ_OP_REDUCE) unbind(outer, &nouter, t.nodes[i]);
+  unsigned char *flag = calloc(t.n ? t.n : 1, 1);
+  bool shared = flag == NULL || t.n == 0;
+  for (size_t i = 0; i < t.n && !shared; i++) {
+    const UOp *u = t.nodes[i];
+    unsigned char f = u == r ? READS_R : 0;
+    for (uint32_t k = 0; k < u->nsrc; k++) f |= flag[topo_at(&t, u->src[k])];
+    if (u->op == UJ_OP_LOAD && f & READS_R) f |= ALONG | (missing_output(ctx, u, outer, nouter) ? 0 : UNSHARED);
+    flag[i] = f;
+    if ((u->op != UJ_OP_MUL && u->op != UJ_OP_MULACC) || u->nsrc < 2) continue;
+    unsigned char a = flag[topo_at(&t, u->src[0])], b = flag[topo_at(&t, u->src[1])];
+    shared = a & ALONG && b & ALONG && (!(a & UNSHARED) || !(b & UNSHARED));
   }
-  free(nodes);
+  free(flag), topo_free(&t);
   return shared;
 }
 

@@ -65,8 +65,9 @@ enum { TILE_EVEN_BELOW = 8 };
 
 /* The staged panel: at most 128 loads a step (2 AVX-512 registers of
  * int8; a sum of three GEMMs, a layernorm's input gradient from q, k and
- * v, reads 3 x 32 float32 columns: 6.6 -> 3.3 ms staged), at most half the CPU's 1 MiB of kernel stack (docs/semantics.md,
- * ALLOC): k <= 4096 for 32 float32 columns. */
+ * v, reads 3 x 32 float32 columns: 6.6 -> 3.3 ms staged), at most half
+ * the CPU's 1 MiB of kernel stack (docs/semantics.md, ALLOC): k <= 4096
+ * for 32 float32 columns. */
 enum { TILE_MAX_PANEL = 128, TILE_MAX_REDUCE_RANGES = 8 };
 
 /* The longest reduction of a vector REDUCE in x (register blocking made
@@ -213,10 +214,10 @@ static const UOp *columns_out(Ctx *ctx, const UOp *kernel, const UOp *outer, con
   memcpy(src, block->src, block->nsrc * sizeof *src), src[0] = outer->src[0];
   rows = uop_new(ctx, UJ_OP_END, outer->dtype, src, block->nsrc, arg_none());
   free(src);
-  const UOp *top = kernel->src[0]; /* at NULL: the column loop around every loop */
-  const UOp *body = rows && at ? substitute(ctx, at->src[1], outer, rows) : rows && top != outer ? substitute(ctx, top, outer, rows) : rows;
+  const UOp *within = at ? at->src[1] : kernel->src[0]; /* what the column loop goes around */
+  const UOp *body = rows ? substitute(ctx, within, outer, rows) : NULL;
   const UOp *cols = body ? uop_new(ctx, UJ_OP_END, inner->dtype, (const UOp *[]){inner->src[0], fill, body}, 3, arg_none()) : NULL;
-  if (!at || !cols) return cols ? substitute(ctx, kernel, at ? outer : top, cols) : NULL;
+  if (!at || !cols) return cols ? substitute(ctx, kernel, within, cols) : NULL;
   const UOp *staged = uop_new(ctx, UJ_OP_END, at->dtype, (const UOp *[]){at->src[0], cols}, 2, arg_none());
   return staged ? substitute(ctx, kernel, at, staged) : NULL;
 }

@@ -238,38 +238,55 @@ static const Rule rangeify_rules[] = {
   {"(INDEX _ ...)", rw_alu},               // alu(a, b)[i] -> alu(a[i], b[i])
 };
 
-/* The BUFFERs under t in the order a walk from t meets them, sources in
- * order (depth first): the PARAM slots 1, 2, .... The order is the
- * graph's shape, not its buffers' ids, so two graphs equal but for their
- * buffers (a transformer's layers) make one kernel, compiled once. */
-static bool collect_buffers(Ctx *ctx, const UOp *t, unsigned index_bits, Rangeify *st) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, t, &nodes);
-  st->buffers = malloc((n + 1) * sizeof *st->buffers);
-  const UOp **stack = malloc((n + 1) * sizeof *stack);
+/* The nodes under root in the order a depth-first walk meets them,
+ * sources in order (src[0] first): an order of the graph's shape, not of
+ * its nodes' ids. malloc'd; *n its length; NULL (error set) when out of
+ * memory. */
+static const UOp **walk_order(Ctx *ctx, const UOp *root, size_t *n) {
   NodeMap seen = nodemap_make(ctx);
-  int64_t most = 1;
-  for (size_t i = 0; i < n; i++) {
-    int64_t count = 1;
-    for (unsigned k = 0; k < nodes[i]->ndim; k++) count *= nodes[i]->shape[k] ? nodes[i]->shape[k] : 1;
-    if (count > most) most = count;
-  }
-  bool ok = st->buffers && stack && n > 0 && nodemap_add(&seen, t) != NODEMAP_NONE;
-  size_t top = 0;
-  if (ok) stack[top++] = t;
-  while (ok && top > 0) { /* each node pushed once: the stack holds at most n */
-    const UOp *u = stack[--top];
-    if (u->op == UJ_OP_BUFFER) st->buffers[st->nbuffers++] = u;
+  const UOp **stack = NULL, **order = NULL;
+  size_t top = 0, cap = 0;
+  *n = 0;
+  bool ok = nodemap_add(&seen, root) != NODEMAP_NONE;
+  for (const UOp *u = root; ok && u; u = top ? stack[--top] : NULL) {
+    if (seen.count + u->nsrc > cap) { /* the stack and the order hold at most the nodes seen */
+      cap = 2 * (seen.count + u->nsrc) + 64;
+      const UOp **s = realloc(stack, cap * sizeof *s), **o = s ? realloc(order, cap * sizeof *o) : NULL;
+      if (s) stack = s;
+      if (o) order = o;
+      if (!(ok = o != NULL)) break;
+    }
+    order[(*n)++] = u;
     for (uint32_t k = u->nsrc; ok && k-- > 0;) { /* src[0] on top: met first */
       size_t before = seen.count;
       ok = nodemap_add(&seen, u->src[k]) != NODEMAP_NONE;
       if (ok && seen.count > before) stack[top++] = u->src[k];
     }
   }
+  nodemap_free(&seen), free(stack);
+  if (!ok) free(order), order = NULL, *n = 0, ctx_set_error(ctx, "rangeify: out of memory");
+  return order;
+}
+
+/* The BUFFERs under t in walk_order: the PARAM slots 1, 2, .... The order
+ * is the graph's shape, not its buffers' ids, so two graphs equal but for
+ * their buffers (a chain of matmuls by one b) make one kernel, compiled
+ * once. */
+static bool collect_buffers(Ctx *ctx, const UOp *t, unsigned index_bits, Rangeify *st) {
+  size_t n = 0;
+  const UOp **nodes = walk_order(ctx, t, &n);
+  st->buffers = nodes ? malloc((n + 1) * sizeof *st->buffers) : NULL;
+  int64_t most = 1;
+  for (size_t i = 0; st->buffers && i < n; i++) {
+    int64_t count = 1;
+    for (unsigned k = 0; k < nodes[i]->ndim; k++) count *= nodes[i]->shape[k] ? nodes[i]->shape[k] : 1;
+    if (count > most) most = count;
+    if (nodes[i]->op == UJ_OP_BUFFER) st->buffers[st->nbuffers++] = nodes[i];
+  }
   st->index = dt_scalar(most < INT32_MAX && index_bits < 64 ? UJ_INT32 : UJ_INT64);
-  free(nodes), free(stack), nodemap_free(&seen);
-  if (!ok) ctx_set_error(ctx, "rangeify: out of memory");
-  return ok;
+  free(nodes);
+  if (nodes && !st->buffers) ctx_set_error(ctx, "rangeify: out of memory");
+  return st->buffers != NULL;
 }
 
 /* A loop RANGE per axis of shape (a constant 0 for an axis of size 1). */
@@ -319,26 +336,15 @@ static const UOp *renumber_range(void *user, const UOp *u, const UOp *rebuilt) {
 }
 
 static const UOp *number_ranges(Ctx *ctx, const UOp *kernel) {
-  const UOp **nodes = NULL;
-  size_t n = uop_toposort(ctx, kernel, &nodes), top = 0;
-  free(nodes);
-  const UOp **stack = n ? malloc(n * sizeof *stack) : NULL;
+  size_t n = 0;
+  const UOp **nodes = walk_order(ctx, kernel, &n);
   Numbering nb = {ctx, nodemap_make(ctx)};
-  NodeMap seen = nodemap_make(ctx);
-  bool ok = stack && nodemap_add(&seen, kernel) != NODEMAP_NONE;
-  if (ok) stack[top++] = kernel;
-  while (ok && top > 0) {
-    const UOp *u = stack[--top];
-    if (u->op == UJ_OP_RANGE) ok = nodemap_add(&nb.ranges, u) != NODEMAP_NONE;
-    for (uint32_t k = u->nsrc; ok && k-- > 0;) {
-      size_t before = seen.count;
-      ok = nodemap_add(&seen, u->src[k]) != NODEMAP_NONE;
-      if (ok && seen.count > before) stack[top++] = u->src[k];
-    }
-  }
+  bool ok = nodes != NULL;
+  for (size_t i = 0; ok && i < n; i++)
+    if (nodes[i]->op == UJ_OP_RANGE) ok = nodemap_add(&nb.ranges, nodes[i]) != NODEMAP_NONE;
   const UOp *out = ok ? graph_substitute(ctx, kernel, renumber_range, &nb) : NULL;
-  if (!ok) ctx_set_error(ctx, "rangeify: out of memory");
-  free(stack), nodemap_free(&seen), nodemap_free(&nb.ranges);
+  if (nodes && !ok) ctx_set_error(ctx, "rangeify: out of memory");
+  free(nodes), nodemap_free(&nb.ranges);
   return out;
 }
 
