@@ -6,7 +6,8 @@
 #    needs, and clang 19 with its runtime libraries (clang-19,
 #    libclang-rt-19-dev: libFuzzer and the sanitizers), which
 #    scripts/test.sh's fuzz suite builds with, and z3 (libz3-dev), with
-#    which the symbolic tests prove the simplifier (test/prove.c), and,
+#    which the symbolic tests prove the simplifier (test/prove.c),
+#    pkg-config and groff-base (the install test), and,
 #    where apt has it, ROCm's HSA runtime and headers (libhsa-runtime-dev:
 #    test_amd checks the AMD backend's ABI against them and sees the real
 #    runtime refuse to start without a GPU; optional). Each
@@ -26,6 +27,9 @@ cd "$(dirname "$0")/.."
 
 BUILD_PACKAGES=(cmake build-essential)
 LLVM_PACKAGES=(llvm-19-dev lld-19 clang-19 libclang-rt-19-dev libz3-dev)
+# What the tests run besides the build: pkg-config and groff (the install
+# test builds programs through uopjit.pc and renders the man page).
+TEST_PACKAGES=(pkg-config groff-base)
 OPTIONAL_PACKAGES=(libhsa-runtime-dev)
 JOBS=${UJ_JOBS:-2}
 
@@ -112,6 +116,8 @@ install_deps() {
   fi
   install_build_tools
   install_llvm
+  # shellcheck disable=SC2046
+  apt_install $(missing_packages "${TEST_PACKAGES[@]}")
   install_optional
 }
 

@@ -69,7 +69,8 @@ uj_cli_test(help --stdout-has "usage: uopjit" --stdout-has "--no-simplify" -- ${
 uj_cli_test(help_short --stdout-has "usage: uopjit" -- ${T} -h)
 uj_cli_test(help_run --stdout-has "uopjit run [run options]" --stdout-has "--emit=KIND"
   --stdout-has "--arg SLOT=zeros:N" --stdout-has "UJ_DEBUG" -- ${T} --help)
-uj_cli_test(version --stdout "uopjit ${PROJECT_VERSION}" -- ${T} --version)
+uj_cli_test(version --stdout-has "uopjit ${PROJECT_VERSION} (LLVM 19." --stdout-has "targets: cpu nvptx amdgpu"
+  --stdout-has "devices: CPU, EVAL, CUDA" -- ${T} --version)
 
 # ---- the prompt (-i forces it on a non-terminal stdin) ----
 uj_cli_test(repl --stdin ${D}/repl.in

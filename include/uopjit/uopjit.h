@@ -102,6 +102,12 @@ typedef struct uj_arg {
   uint32_t nints;
 } uj_arg;
 
+/* ---- version ---- */
+/* One line naming this build: "uopjit 0.1.0 (LLVM 19.1.7; targets: cpu
+ * nvptx amdgpu; devices: CPU, EVAL, CUDA, CUDA:N, AMD, AMD:N)". The text
+ * is the calling thread's and stays until its next call. */
+const char *uj_version(void);
+
 /* ---- context ---- */
 uj_ctx *uj_ctx_new(void);
 void uj_ctx_free(uj_ctx *ctx);

@@ -26,6 +26,9 @@ static const Backend backends[] = {
   {"AMD", &amd_device_ops, "no AMD GPU", true},
 };
 
+#define KNOWN_DEVICES "CPU, EVAL, CUDA, CUDA:N, AMD, AMD:N"
+const char device_known[] = KNOWN_DEVICES;
+
 /* The reason of this thread's last failed open: device_open has no
  * context to keep it in (its caller frees the context on failure), so
  * the text is the thread's own, as dlerror's is. */
@@ -55,8 +58,8 @@ Device *device_open(Ctx *ctx, const char *name, const char **error) {
   bool bad_number;
   const Backend *b = backend_named(want, &ordinal, &bad_number);
   if (!b) {
-    *error = from_env ? "UJ_DEVICE names an unknown device (known: CPU, EVAL, CUDA, CUDA:N, AMD, AMD:N)"
-                      : "unknown device (known: CPU, EVAL, CUDA, CUDA:N, AMD, AMD:N)";
+    *error = from_env ? "UJ_DEVICE names an unknown device (known: " KNOWN_DEVICES ")"
+                      : "unknown device (known: " KNOWN_DEVICES ")";
     return NULL;
   }
   if (bad_number) {

@@ -127,6 +127,7 @@ struct Device {
  * device is unknown or absent, with the reason in *error ("no CUDA
  * device: why"; the text lives until the thread's next device_open). */
 Device *device_open(Ctx *ctx, const char *name, const char **error);
+extern const char device_known[]; /* the names device_open knows: "CPU, EVAL, CUDA, CUDA:N, ..." */
 /* Frees its programs and the memory in its pool. */
 void device_close(Device *d);
 /* The program for kernel, compiled on first use. */

@@ -15,9 +15,6 @@
 #include "lang.h"
 #include "tool.h"
 
-#ifndef UJ_VERSION /* set by CMakeLists.txt from the project version */
-#define UJ_VERSION "unknown"
-#endif
 
 /* stdout, or the file -o names (*opened then says to close it). */
 static FILE *lang_output(const Options *o, bool *opened) {
@@ -65,7 +62,7 @@ int lang_repl_main(const Options *o) {
   if (!lang_init(&L, stdout, o->device)) return 1;
   PromptInput in = {0};
   int got = 0;
-  printf("uopjit %s: the tensor language; type :help for help, :quit to leave\n", UJ_VERSION);
+  printf("%s\nthe tensor language; type :help for help, :quit to leave\n", uj_version());
   while (!L.quit && !L.lost && (got = prompt_read(&in, lang_entry_whole)) == 1) lang_run(&L, in.entry, "<stdin>");
   if (!L.quit && !L.lost && got == 0 && in.len > 0) lang_run(&L, in.entry, "<stdin>"); /* cut by end of input */
   if (!L.quit && !L.lost && got == 0) putchar('\n');

@@ -23,9 +23,6 @@
 
 #include "tool.h"
 
-#ifndef UJ_VERSION /* set by CMakeLists.txt from the project version */
-#define UJ_VERSION "unknown"
-#endif
 
 static const char usage_text[] =
     "usage: uopjit [-o FILE] [FILE | -c TEXT]              the tensor language\n"
@@ -270,7 +267,7 @@ static bool main_reads_ir(Options *o) {
 
 static int main_mode(Options *o) {
   if (o->help) return fputs(usage_text, stdout) == EOF;
-  if (o->version) return printf("uopjit %s\n", UJ_VERSION) < 0;
+  if (o->version) return printf("%s\n", uj_version()) < 0;
   if (!options_check(o)) return 1;
   if (o->run) return run_main(o);
   bool prompt = o->interactive || (!o->file && !o->text && isatty(STDIN_FILENO));

@@ -13,9 +13,6 @@
 
 #include "tool.h"
 
-#ifndef UJ_VERSION /* set by CMakeLists.txt from the project version */
-#define UJ_VERSION "unknown"
-#endif
 
 static const char repl_help[] =
     "Type a program in the text form, e.g.\n"
@@ -151,7 +148,7 @@ int repl_main(const Options *o) {
   PromptInput in = {0};
   bool going = true, lost = false;
   int got = 0;
-  printf("uopjit %s: type :help for help, :quit to leave\n", UJ_VERSION);
+  printf("%s\ntype :help for help, :quit to leave\n", uj_version());
   while (going && (got = prompt_read(&in, entry_whole)) == 1) {
     if (!entry_blank(in.entry)) going = repl_entry(&r, in.entry);
     lost = !io_flush(stdout, "<stdout>");
