@@ -7,7 +7,12 @@
  *      context whose JIT is reused; timed alone and with the parse;
  *   2. uj_compile of each kernel again while it is still alive: a cache
  *      hit that must return the same program;
- *   3. the C equivalent of each kernel built the way C-rendering compilers
+ *   3. uj_compile of each kernel in a fresh context (a new JIT, as in a
+ *      second process), which loads the object file that path 1 left in
+ *      the disk cache (docs/compile.md): the run keeps its own cache
+ *      folder (UJ_CACHE_DIR set to a temporary one, emptied at the end),
+ *      so path 1 always compiles and path 3 always loads;
+ *   4. the C equivalent of each kernel built the way C-rendering compilers
  *      build it: `clang -O2 -shared -fPIC` in a subprocess (fork, exec,
  *      wait), then dlopen and dlsym. clang-19 is used if on PATH, else
  *      clang; with neither the row says it was skipped.
@@ -160,7 +165,7 @@ typedef struct Bench {
   Kernel *kernels; /* n + 1: the last is the warm-up */
   const uj_uop **roots;
   uj_program **programs;
-  double *compile_ms, *parse_compile_ms, *hit_ms, *clang_ms; /* n each */
+  double *compile_ms, *parse_compile_ms, *hit_ms, *disk_ms, *clang_ms; /* n each */
   double first_ms;
   char clang[PATH_MAX_LEN], clang_version[PATH_MAX_LEN]; /* clang[0] == 0: none found */
   float xs[N_ELEMS], bs[N_ELEMS], out[N_ELEMS];
@@ -200,6 +205,7 @@ static void bench_init(Bench *B, size_t n) {
   B->compile_ms = alloc_or_die(n, sizeof(double));
   B->parse_compile_ms = alloc_or_die(n, sizeof(double));
   B->hit_ms = alloc_or_die(n, sizeof(double));
+  B->disk_ms = alloc_or_die(n, sizeof(double));
   B->clang_ms = alloc_or_die(n, sizeof(double));
   uint64_t rng = 0x9E3779B97F4A7C15u;
   for (size_t i = 0; i <= n; i++) kernel_make(&B->kernels[i], i, &rng);
@@ -216,6 +222,7 @@ static void bench_free(Bench *B) {
   free(B->compile_ms);
   free(B->parse_compile_ms);
   free(B->hit_ms);
+  free(B->disk_ms);
   free(B->clang_ms);
   uj_ctx_free(B->ctx);
 }
@@ -272,7 +279,40 @@ static void jit_cache_hits(Bench *B) {
   }
 }
 
-/* ---- 3: clang in a subprocess ---- */
+/* Compiles every kernel in a fresh context, whose JIT (made by the
+ * warm-up kernel, not timed) finds each in the disk cache; runs and
+ * checks each. */
+static void jit_disk_loads(Bench *B) {
+  uj_ctx *first = B->ctx;
+  B->ctx = uj_ctx_new();
+  if (!B->ctx) fail("out of memory", "uj_ctx_new");
+  double ignored, parse_compile;
+  jit_compile(B, B->n, &ignored, &parse_compile);
+  jit_run_and_free(B, B->n);
+  for (size_t i = 0; i < B->n; i++) {
+    jit_compile(B, i, &B->disk_ms[i], &parse_compile);
+    jit_run_and_free(B, i);
+  }
+  uj_ctx_free(B->ctx);
+  B->ctx = first;
+}
+
+/* The run's own cache folder, made empty; removed by cache_folder_remove. */
+static void cache_folder_make(char *dir, size_t size) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, size, "%s/uj_bench_jit_cache.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) fail("mkdtemp", strerror(errno));
+  setenv("UJ_CACHE_DIR", dir, 1);
+  unsetenv("UJ_CACHE");
+}
+
+static void cache_folder_remove(const char *dir) {
+  char cmd[PATH_MAX_LEN + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "bench_jit: could not remove %s\n", dir);
+}
+
+/* ---- 4: clang in a subprocess ---- */
 
 /* Finds name in PATH; its full path in out. */
 static bool find_program(const char *name, char *out, size_t size) {
@@ -401,13 +441,14 @@ static void print_row(const char *what, Stats s, double clang_median) {
 
 static void print_table(Bench *B, bool have_clang) {
   Stats compile = stats_of(B->compile_ms, B->n), both = stats_of(B->parse_compile_ms, B->n);
-  Stats hit = stats_of(B->hit_ms, B->n), clang = {0};
+  Stats hit = stats_of(B->hit_ms, B->n), disk = stats_of(B->disk_ms, B->n), clang = {0};
   if (have_clang) clang = stats_of(B->clang_ms, B->n);
   printf("| path | median | p10 | p90 | subprocess / path |\n");
   printf("|---|---:|---:|---:|---:|\n");
   print_row("uopjit compile (median)", compile, clang.median);
   print_row("uopjit parse + compile (median)", both, clang.median);
   print_row("uopjit cache hit (median)", hit, clang.median);
+  print_row("uopjit disk cache, fresh context (median)", disk, clang.median);
   if (have_clang) print_row("clang -O2 -shared subprocess (median)", clang, clang.median);
   else printf("| clang -O2 -shared subprocess (median) | skipped: no clang-19 or clang on PATH | | | |\n");
   char first[32];
@@ -422,11 +463,15 @@ int main(int argc, char **argv) {
   long n = argc > 1 ? strtol(argv[1], NULL, 10) : 100;
   if (n < 1 || n > 4000) fail("KERNELS must be 1 to 4000", argc > 1 ? argv[1] : "");
   Bench *B = alloc_or_die(1, sizeof *B);
+  char cache[PATH_MAX_LEN];
+  cache_folder_make(cache, sizeof cache);
   bench_init(B, (size_t)n);
   jit_warm_up(B);
   jit_compile_all(B);
   jit_cache_hits(B);
   for (size_t i = 0; i < B->n; i++) jit_run_and_free(B, i);
+  jit_disk_loads(B);
+  cache_folder_remove(cache);
   bool have_clang = clang_all(B);
   print_table(B, have_clang);
   bench_free(B);

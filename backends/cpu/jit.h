@@ -5,7 +5,9 @@
  * In: kernels of the context. Out: callable programs; each compile of an
  * equal kernel returns the cached program with one more reference; the last
  * uj_program_free removes its code from the JIT (a resource tracker), so
- * compile/free cycles do not grow the process. */
+ * compile/free cycles do not grow the process. Machine code is an object
+ * file, emitted here and linked by ORC, so that the disk cache can keep it
+ * and a later process link it without compiling. */
 #ifndef UJ_CPU_JIT_H
 #define UJ_CPU_JIT_H
 
@@ -17,6 +19,8 @@
 
 /* A program's parameters, variables and grid. */
 const KernelSig *cpu_program_sig(const uj_program *p);
+/* Its code came from the disk cache (runtime/disk_cache.h), not LLVM. */
+bool cpu_program_loaded(const uj_program *p);
 
 /* Defines the runtime symbols (bfloat16 rounding, which libgcc 12 lacks)
  * in the JIT's main dylib. */

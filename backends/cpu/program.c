@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 
 #include "cpu/jit.h"
 #include "cpu/pool.h"
 #include "llvm/pipeline.h"
+#include "runtime/disk_cache.h"
+#include "uop/hash.h"
 
 typedef void (*KernelEntry)(void *const *args, const int64_t *vars, int64_t part, int64_t nparts);
 
@@ -26,6 +29,7 @@ struct uj_program {
   LLVMOrcResourceTrackerRef tracker;
   KernelSig sig;
   double compile_ms;
+  bool loaded; /* from the disk cache */
 };
 
 typedef struct CpuJit {
@@ -48,12 +52,17 @@ static bool orc_fail(Ctx *ctx, const char *what, LLVMErrorRef err) {
   return false;
 }
 
+/* The program's code out of the JIT. */
+static void tracker_drop(uj_program *p) {
+  if (!p->tracker) return;
+  LLVMErrorRef err = LLVMOrcResourceTrackerRemove(p->tracker);
+  if (err) LLVMConsumeError(err);
+  LLVMOrcReleaseResourceTracker(p->tracker);
+  p->tracker = NULL;
+}
+
 static void program_release(uj_program *p) {
-  if (p->tracker) {
-    LLVMErrorRef err = LLVMOrcResourceTrackerRemove(p->tracker);
-    if (err) LLVMConsumeError(err);
-    LLVMOrcReleaseResourceTracker(p->tracker);
-  }
+  tracker_drop(p);
   kernel_sig_free(&p->sig);
   free(p);
 }
@@ -112,15 +121,10 @@ static CpuJit *jit_get(Ctx *ctx) {
 
 /* ---- the cache ---- */
 
-static uint64_t hash_str(uint64_t h, const char *s) {
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-  return h;
-}
-
 static uint64_t program_key(const CpuJit *j, const UOp *kernel) {
   uint64_t h = kernel->key * 0x9e3779b97f4a7c15ull;
-  h = hash_str(h, j->target.cpu);
-  return hash_str(h, j->target.features); /* options: none yet */
+  h = fnv1a_str(h, j->target.cpu);
+  return fnv1a_str(h, j->target.features); /* options: none yet */
 }
 
 /* The slots are an open-addressed table: a lookup or an insert is O(1),
@@ -177,25 +181,94 @@ static void cache_remove(CpuJit *j, uj_program *p) {
 
 /* ---- compiling ---- */
 
-/* Render and optimize in a fresh thread-safe context, add the module to
- * the JIT under its own resource tracker, look the entry up. */
-static bool program_build(Ctx *ctx, CpuJit *j, uj_program *p) {
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMContextRef lc = LLVMOrcThreadSafeContextGetContext(tsc);
+/* Is a live program of this JIT named symbol? Two kernels of one key
+ * text are one node, so this is only ever a hash collision of the key:
+ * the second is then compiled under a name of its own, off the disk. */
+static bool symbol_taken(const CpuJit *j, const char *symbol) {
+  for (size_t i = 0; i < j->nprograms; i++)
+    if (!strcmp(j->programs[i]->symbol, symbol)) return true;
+  return false;
+}
+
+/* Machine code for the kernel: rendered, optimized and emitted as an
+ * object file (with the parallel flag in front: what the disk keeps),
+ * or NULL with the error set. */
+static LLVMMemoryBufferRef program_object(Ctx *ctx, CpuJit *j, uj_program *p) {
+  LLVMContextRef lc = LLVMContextCreate();
   PipelineRequest req = {.target = &j->target, .tm = j->tm, .name = p->symbol, .optimize = true,
                          .display_name = p->name};
   LLVMModuleRef mod = pipeline_compile(ctx, p->kernel, lc, &req, &p->sig);
-  if (!mod) return LLVMOrcDisposeThreadSafeContext(tsc), false;
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc); /* takes mod */
-  LLVMOrcDisposeThreadSafeContext(tsc);
+  char *msg = NULL;
+  LLVMMemoryBufferRef obj = NULL;
+  if (mod && LLVMTargetMachineEmitToMemoryBuffer(j->tm, mod, LLVMObjectFile, &msg, &obj)) {
+    ctx_set_error(ctx, "cpu: cannot emit %s: %s", p->name, msg ? msg : "?");
+    obj = NULL;
+  }
+  LLVMDisposeMessage(msg);
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(lc);
+  return obj;
+}
+
+/* The object added to the JIT under the program's own resource tracker
+ * (taking obj), its entry looked up. */
+static bool program_link(Ctx *ctx, CpuJit *j, uj_program *p, LLVMMemoryBufferRef obj) {
   p->tracker = LLVMOrcJITDylibCreateResourceTracker(j->dylib);
-  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModuleWithRT(j->jit, p->tracker, tsm); /* takes tsm */
-  if (err) return orc_fail(ctx, "cannot add the module", err); /* tsm was taken, even so */
+  LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(j->jit, p->tracker, obj);
+  if (err) return orc_fail(ctx, "cannot add the object", err);
   LLVMOrcExecutorAddress addr = 0;
-  err = LLVMOrcLLJITLookup(j->jit, &addr, p->symbol); /* machine code is made here */
-  if (err) return orc_fail(ctx, "cannot compile the kernel", err);
+  err = LLVMOrcLLJITLookup(j->jit, &addr, p->symbol); /* the object is linked here */
+  if (err) return orc_fail(ctx, "cannot link the kernel", err);
   p->entry = (KernelEntry)(uintptr_t)addr;
   return true;
+}
+
+/* A disk cache entry: the parallel flag, then the object file. */
+enum { ENTRY_HEAD = 1 };
+
+/* The program from the disk cache: its signature from the kernel (as
+ * pipeline_linearize makes it), the rest from the entry. */
+static bool program_load(Ctx *ctx, CpuJit *j, uj_program *p, const unsigned char *entry, size_t n) {
+  if (n <= ENTRY_HEAD || entry[0] > 1 || !kernel_sig_build(ctx, p->kernel, &p->sig)) return false;
+  p->sig.parallel = entry[0] == 1;
+  LLVMMemoryBufferRef obj =
+      LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)entry + ENTRY_HEAD, n - ENTRY_HEAD, p->symbol);
+  return obj && program_link(ctx, j, p, obj);
+}
+
+/* Compiled, or loaded from the disk cache (the kernel's key names the
+ * symbol then, so the object holds the same name in every process). */
+static bool program_build(Ctx *ctx, CpuJit *j, uj_program *p, bool *loaded) {
+  size_t keylen = 0;
+  char *key = disk_cache_on() ? pipeline_cache_key(ctx, p->kernel, &j->target, "object", &keylen) : NULL;
+  if (key) {
+    snprintf(p->symbol, sizeof p->symbol, "uj_%016" PRIx64, fnv1a(FNV_OFFSET, key, keylen));
+    if (symbol_taken(j, p->symbol)) free(key), key = NULL;
+  }
+  if (!key) snprintf(p->symbol, sizeof p->symbol, "%s_%" PRIu64, p->name, j->next_symbol++);
+  void *entry = NULL;
+  size_t n = 0;
+  if (key && disk_cache_get(key, keylen, &entry, &n)) {
+    *loaded = program_load(ctx, j, p, entry, n);
+    free(entry);
+    if (*loaded) return free(key), true;
+    kernel_sig_free(&p->sig); /* a bad entry: compiled below, and replaced */
+    tracker_drop(p);
+    ctx_clear_error(ctx);
+  }
+  LLVMMemoryBufferRef obj = program_object(ctx, j, p);
+  if (obj && key) {
+    size_t size = LLVMGetBufferSize(obj);
+    unsigned char *bytes = malloc(ENTRY_HEAD + size);
+    if (bytes) {
+      bytes[0] = p->sig.parallel;
+      memcpy(bytes + ENTRY_HEAD, LLVMGetBufferStart(obj), size);
+      disk_cache_put(key, keylen, bytes, ENTRY_HEAD + size);
+    }
+    free(bytes);
+  }
+  free(key);
+  return obj && program_link(ctx, j, p, obj);
 }
 
 uj_program *uj_compile(uj_ctx *ctx, const uj_uop *kernel, const char *name) {
@@ -216,15 +289,15 @@ uj_program *uj_compile(uj_ctx *ctx, const uj_uop *kernel, const char *name) {
   if (!p) return ctx_set_error(ctx, "compile: out of memory"), NULL;
   *p = (uj_program){.ctx = ctx, .kernel = kernel, .key = key, .refs = 1};
   snprintf(p->name, sizeof p->name, "%s", name);
-  snprintf(p->symbol, sizeof p->symbol, "%s_%" PRIu64, name, j->next_symbol++);
-  bool built = program_build(ctx, j, p);
+  bool built = program_build(ctx, j, p, &p->loaded);
   if (!built || !cache_add(j, p)) {
     if (built) ctx_set_error(ctx, "compile: out of memory");
     program_release(p);
     return NULL;
   }
   p->compile_ms = pipeline_now_ms() - t0;
-  if (pipeline_debug_level() >= 1) fprintf(stderr, "UJ_DEBUG: %s: compiled in %.3f ms\n", p->name, p->compile_ms);
+  if (pipeline_debug_level() >= 1)
+    fprintf(stderr, "UJ_DEBUG: %s: %s in %.3f ms\n", p->name, p->loaded ? "loaded from the disk cache" : "compiled", p->compile_ms);
   return p;
 }
 
@@ -289,6 +362,7 @@ uj_status uj_run(uj_program *p, void *const *args, size_t nargs, const int64_t *
 }
 
 const KernelSig *cpu_program_sig(const uj_program *p) { return &p->sig; }
+bool cpu_program_loaded(const uj_program *p) { return p->loaded; }
 
 size_t uj_program_nparams(const uj_program *p) { return p ? p->sig.nparams : 0; }
 size_t uj_program_nvars(const uj_program *p) { return p ? p->sig.nvars : 0; }

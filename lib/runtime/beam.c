@@ -29,7 +29,9 @@
 
 #include "llvm/pipeline.h"
 #include "runtime/beam.h"
+#include "runtime/disk_cache.h"
 #include "uop/alu.h"
+#include "uop/hash.h"
 #include "uop/text.h"
 
 enum {
@@ -40,7 +42,6 @@ enum {
 #define BEAM_CUTOFF 4.0  /* a first launch this many times the best is not timed further */
 #define BEAM_MARGIN 0.97 /* a candidate must beat the heuristics by 3 % */
 #define BEAM_MAX_BYTES ((size_t)1 << 32) /* scratch memory for one kernel: 4 GiB */
-#define FNV_OFFSET 0xcbf29ce484222325ull
 
 typedef struct BeamEntry {
   uint64_t kernel;
@@ -71,19 +72,12 @@ static void beam_note(const char *fmt, ...) {
 
 /* ---- keys ---- */
 
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) { /* FNV-1a */
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
-static uint64_t hash_str(uint64_t h, const char *s) { return hash_bytes(h, s, strlen(s) + 1); }
 
 /* The device and the machine it describes (model, features). */
 static uint64_t machine_key(Device *d) {
   char machine[8192] = ""; /* LLVM's feature strings run past a thousand characters */
   if (d->ops->describe) d->ops->describe(d, machine, sizeof machine);
-  return hash_str(hash_str(FNV_OFFSET, d->name), machine);
+  return fnv1a_str(fnv1a_str(FNV_OFFSET, d->name), machine);
 }
 
 /* The kernel's text, the target it is shaped for and the threads a launch
@@ -92,22 +86,13 @@ static bool kernel_key(Ctx *ctx, Device *d, const UOp *kernel, const TargetDesc 
   char *text = text_print(ctx, kernel);
   if (!text) return false;
   unsigned threads = d->ops->threads ? d->ops->threads(d) : 0;
-  *key = hash_str(hash_str(FNV_OFFSET, text), t->name);
-  *key = hash_bytes(*key, &threads, sizeof threads);
+  *key = fnv1a_str(fnv1a_str(FNV_OFFSET, text), t->name);
+  *key = fnv1a(*key, &threads, sizeof threads);
   free(text);
   return true;
 }
 
 /* ---- the cache file ---- */
-
-static void cache_path(char *out, size_t size) {
-  const char *dir = getenv("UJ_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  int n = dir && *dir   ? snprintf(out, size, "%s/beam.txt", dir)
-          : xdg && *xdg ? snprintf(out, size, "%s/uopjit/beam.txt", xdg)
-          : home && *home ? snprintf(out, size, "%s/.cache/uopjit/beam.txt", home)
-                          : -1;
-  if (n < 0 || (size_t)n >= size) out[0] = '\0';
-}
 
 static const BeamEntry *cache_find(const Beam *b, uint64_t kernel) {
   for (size_t i = b->nentries; i-- > 0;)
@@ -162,18 +147,6 @@ static void cache_load(Beam *b) {
   beam_note("%s: %zu entries for this machine, %zu other lines", b->path, b->nentries, skipped);
 }
 
-/* mkdir -p of the folders above path (errors show at the open). */
-static void make_parents(const char *path) {
-  char dir[sizeof ((Beam *)0)->path];
-  snprintf(dir, sizeof dir, "%s", path);
-  for (char *p = dir + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    mkdir(dir, 0755);
-    *p = '/';
-  }
-}
-
 static void cache_append(Beam *b, uint64_t kernel, const OptConfig *c, double best, double heuristic) {
   if (!b->path[0]) return;
   char line[256];
@@ -182,7 +155,7 @@ static void cache_append(Beam *b, uint64_t kernel, const OptConfig *c, double be
                    c->columns, c->rows, c->tile, (unsigned)c->stage, (unsigned)c->parallel, (unsigned)c->reorder,
                    (unsigned)c->stream, c->unroll,
                    (unsigned long long)(best * 1e9), (unsigned long long)(heuristic * 1e9));
-  make_parents(b->path);
+  cache_make_parents(b->path);
   int fd = open(b->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   ssize_t written = fd >= 0 ? write(fd, line, (size_t)n) : -1;
   int err = errno;
@@ -574,7 +547,7 @@ OptSearch *beam_new(Device *d) {
   b->device = d;
   b->width = n < BEAM_MAX_WIDTH ? (unsigned)n : BEAM_MAX_WIDTH;
   b->machine = machine_key(d);
-  cache_path(b->path, sizeof b->path);
+  cache_path(b->path, sizeof b->path, "beam.txt");
   if (b->path[0]) cache_load(b);
   else beam_note("no cache: set UJ_CACHE_DIR, XDG_CACHE_HOME or HOME");
   return &b->hook;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "uop/alu.h"
+#include "uop/hash.h"
 #include "uop/spec.h"
 #include "uop/text.h"
 
@@ -251,11 +252,7 @@ static bool push_frame(Parser *p, const Frame *f) {
 
 /* ---- references ---- */
 
-static size_t ref_hash(const char *s, size_t len) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-  return (size_t)h;
-}
+static size_t ref_hash(const char *s, size_t len) { return (size_t)fnv1a(FNV_OFFSET, s, len); }
 
 /* The slot of a name: its binding, or the empty slot where it would go. */
 static Binding *ref_slot(Binding *table, size_t cap, const char *name, size_t len) {

@@ -11,6 +11,7 @@
 
 #include "uop/alu.h"
 #include "uop/asan.h"
+#include "uop/hash.h"
 #include "uop/nodemap.h"
 #include "uop/spec.h"
 #include "uop/uop.h"
@@ -79,11 +80,6 @@ static uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ (h >> 32);
 }
 
-static uint64_t hash_bytes(const char *s, size_t len) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-  return h;
-}
 
 /* ---- strings ---- */
 
@@ -94,7 +90,7 @@ static bool grow_strings(Ctx *ctx) {
   for (size_t i = 0; i < ctx->cap_strings; i++) {
     const char *s = ctx->strings[i];
     if (!s) continue;
-    size_t j = hash_bytes(s, strlen(s)) & (cap - 1);
+    size_t j = fnv1a(FNV_OFFSET, s, strlen(s)) & (cap - 1);
     while (t[j]) j = (j + 1) & (cap - 1);
     t[j] = s;
   }
@@ -106,7 +102,7 @@ static bool grow_strings(Ctx *ctx) {
 
 const char *ctx_intern_string(Ctx *ctx, const char *s, size_t len) {
   if (ctx->nstrings * 2 >= ctx->cap_strings && !grow_strings(ctx)) return NULL;
-  size_t mask = ctx->cap_strings - 1, j = hash_bytes(s, len) & mask;
+  size_t mask = ctx->cap_strings - 1, j = fnv1a(FNV_OFFSET, s, len) & mask;
   for (; ctx->strings[j]; j = (j + 1) & mask) {
     const char *t = ctx->strings[j];
     if (strncmp(t, s, len) == 0 && t[len] == '\0') return t;
@@ -137,7 +133,7 @@ static uint64_t node_key(Op op, DType dt, const UOp *const *src, size_t nsrc, Ar
   uint64_t h = mix((uint64_t)op, (uint64_t)dt.scalar | (uint64_t)dt.space << 8 | (uint64_t)dt.lanes << 16);
   h = mix(h, nsrc);
   for (size_t i = 0; i < nsrc; i++) h = mix(h, src[i]->key);
-  if (arg.name) h = mix(h, hash_bytes(arg.name, strlen(arg.name)));
+  if (arg.name) h = mix(h, fnv1a(FNV_OFFSET, arg.name, strlen(arg.name)));
   for (uint32_t i = 0; i < arg.nints; i++) h = mix(h, (uint64_t)arg.ints[i]);
   return h;
 }

@@ -1,0 +1,42 @@
+/* disk_cache.h — compiled kernels kept on disk, so that a second process
+ * running the same program compiles nothing (docs/compile.md, "The disk
+ * cache").
+ *
+ * In: a key (text naming everything that decides the code: uopjit's and
+ * LLVM's versions, the target and its features, the kernel's canonical
+ * text; the caller builds it) and the compiled bytes. Out: the bytes of an
+ * earlier process for the same key. An entry is one file
+ * `<folder>/kernels/<32 hex>.ujk` holding the key itself and a checksum:
+ * a file that is short, corrupt or of another key is a miss (reported
+ * under UJ_DEBUG; a damaged one is removed); written to a temporary file
+ * and renamed, so concurrent processes see whole entries or none; the
+ * folder is kept under UJ_CACHE_MAX_MB (default 1024), oldest used first
+ * out. UJ_CACHE=0 turns it off. Nothing here fails a compile: a cache that
+ * cannot be read or written is a cache that misses. */
+#ifndef UJ_RUNTIME_DISK_CACHE_H
+#define UJ_RUNTIME_DISK_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The folder of uopjit's caches joined with name: $UJ_CACHE_DIR/name,
+ * else $XDG_CACHE_HOME/uopjit/name, else $HOME/.cache/uopjit/name; ""
+ * when none is known or it does not fit. */
+void cache_path(char *out, size_t size, const char *name);
+/* mkdir -p of the folders above path (errors show when it is opened). */
+void cache_make_parents(const char *path);
+
+/* UJ_CACHE is not 0/off/no/false and a folder is known. */
+bool disk_cache_on(void);
+/* The entry of key[0..keylen): true with its bytes malloc'd in *data,
+ * *n; false on a miss. */
+bool disk_cache_get(const char *key, size_t keylen, void **data, size_t *n);
+/* Stores data[0..n) as key's entry (best effort); every 32nd put of a
+ * process trims the folder. */
+void disk_cache_put(const char *key, size_t keylen, const void *data, size_t n);
+/* The folder brought under UJ_CACHE_MAX_MB: the entries used longest ago
+ * removed until it holds 3/4 of that; temporary files that processes left
+ * more than 10 minutes ago removed too. */
+void disk_cache_trim(void);
+
+#endif
