@@ -39,6 +39,7 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   bool done = true;
   for (size_t i = 0; i < n; i++)
     if (ts[i]->s != s) return tensor_fail(s, "realize", "the tensors belong to different sessions"), UJ_ERR_ARG;
+  tensor_collect_buffers(s); /* freed tensors' memory, and their values, go at every realize, a no-op one too */
   for (size_t i = 0; i < n; i++) {
     const UOp *u = ts[i]->node, *view = u->id < s->cap_known ? s->known[u->id] : NULL;
     done &= view || schedule_view_buffer(u);
@@ -47,7 +48,6 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
     for (size_t i = 0; i < n; i++) ts[i]->node = known_view(s, ts[i]->node, ts[i]->node);
     return UJ_OK;
   }
-  tensor_collect_buffers(s);
   tensor_collect_nodes(s);
   Schedule *sch = schedule_for(s, ts, n, NULL);
   bool ok = sch && runtime_run(s->device, sch, &s->buffers);
@@ -247,9 +247,7 @@ static bool describe_stage(uj_session *s, StrBuf *out, const ScheduleItem *it, c
   return true;
 }
 
-/* The schedule realizing t would run on target (NULL: the session's), as
- * a preview: the buffer ids it takes are given back. */
-static Schedule *schedule_preview(uj_tensor *t, const ScheduleTarget *target) {
+Schedule *tensor_schedule_preview(uj_tensor *t, const ScheduleTarget *target) {
   int64_t next = t->s->next_buffer_id;
   Schedule *sch = schedule_for(t->s, &t, 1, target);
   t->s->next_buffer_id = next;
@@ -259,7 +257,7 @@ static Schedule *schedule_preview(uj_tensor *t, const ScheduleTarget *target) {
 /* "N kernels[ for TARGET]", then each kernel's line and its stage. */
 static char *listing(uj_tensor *t, const ScheduleTarget *target, const char *for_name, const Stage *st, const char *op) {
   uj_session *s = t->s;
-  Schedule *sch = schedule_preview(t, target);
+  Schedule *sch = tensor_schedule_preview(t, target);
   if (!sch) return NULL;
   StrBuf out = {0};
   strbuf_add(&out, "%zu kernel%s%s%s\n", sch->nitems, sch->nitems == 1 ? "" : "s", for_name ? " for " : "",
@@ -299,7 +297,7 @@ char *uj_tensor_emit(uj_tensor *t, uj_emit_kind kind, const char *arch) {
 
 size_t uj_tensor_kernel_count(uj_tensor *t) {
   if (!t) return (size_t)-1;
-  Schedule *sch = schedule_preview(t, NULL);
+  Schedule *sch = tensor_schedule_preview(t, NULL);
   size_t n = sch ? sch->nitems : (size_t)-1;
   schedule_free(sch);
   return n;

@@ -88,6 +88,10 @@ uj_status tensor_assign_many(uj_session *s, uj_tensor *const *dsts, const UOp *c
  * (its view in views[i], recorded as values[i]'s value); else into
  * into[i]'s buffer, as tensor_assign_many. */
 uj_status tensor_run(uj_session *s, const UOp *const *values, size_t n, uj_tensor *const *into, const UOp **views);
+/* The schedule realizing t would run on target (NULL: the session's),
+ * as a preview: the buffer ids it takes are given back. NULL and a
+ * message on error. */
+Schedule *tensor_schedule_preview(uj_tensor *t, const ScheduleTarget *target);
 /* Copies bytes of host data into t's buffer (t realized, its size). */
 uj_status tensor_write(uj_tensor *t, const void *data, size_t bytes);
 /* 0, 1, .., n - 1 of an integer dtype, as a node reading a buffer the
