@@ -115,7 +115,7 @@ uj_cli_test(emit_not_kernel ${ONE_ERROR}
   --stderr-re "^uopjit: <command line>: ptx: kernel: the root is a ADD, not a SINK, END or STORE$"
   -- ${T} --emit=ptx -c "(ADD (DEFINE_VAR:int32 x 0 15) (CONST:int32 1))")
 uj_cli_test(emit_unknown ${ONE_ERROR}
-  --stderr-re "^uopjit: unknown --emit kind 'frob' \\(known: uops, ir, ir-opt, asm, ptx, amdgcn, hsaco, list\\)$"
+  --stderr-re "^uopjit: unknown --emit kind 'frob' \\(known: uops, ir, ir-opt, asm, ptx, amdgcn, hsaco, list, dot\\)$"
   -- ${T} --emit=frob ${K})
 uj_cli_test(emit_no_value ${ONE_ERROR} --stderr-re "^uopjit: option '--emit' needs an argument$" -- ${T} --emit)
 uj_cli_test(arch_unknown_ptx ${ONE_ERROR}

@@ -200,6 +200,11 @@ char *uj_tensor_schedule_text(uj_tensor *t, const char *what);
  * is refused (one binary a kernel). malloc'd; NULL and a message on
  * error. */
 char *uj_tensor_emit(uj_tensor *t, uj_emit_kind kind, const char *arch);
+/* Graphviz DOT of t (docs/tool.md, "Pictures"): view "graph" (its lazy
+ * tensor graph), "schedule" (the kernels realizing it would run as boxes,
+ * the buffers between them), or "kernel N" (kernel N's UOps as shaped for
+ * the session's device). malloc'd; NULL and a message on error. */
+char *uj_tensor_dot(uj_tensor *t, const char *view);
 /* Number of kernels realizing t would run (0 when t is already a buffer;
  * (size_t)-1 and a message on error). */
 size_t uj_tensor_kernel_count(uj_tensor *t);

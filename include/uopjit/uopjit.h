@@ -151,6 +151,10 @@ const char *uj_op_name(uj_op op);
 const uj_uop *uj_parse(uj_ctx *ctx, const char *text, const char *where);
 /* The text form of a graph, malloc'd (free with free()); NULL on no memory. */
 char *uj_print(uj_ctx *ctx, const uj_uop *root);
+/* The graph under root as Graphviz DOT (`dot -Tsvg`): a box a node,
+ * labelled as the text form heads it, coloured by kind; an edge from each
+ * source to its user (docs/tool.md, "Pictures"). malloc'd; NULL on error. */
+char *uj_dot(uj_ctx *ctx, const uj_uop *root);
 
 /* ---- checking and simplifying ---- */
 /* Checks every node under root against the op table. */

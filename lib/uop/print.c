@@ -160,6 +160,15 @@ static void out_tree(Out *o, const UOp *u, Frame *stack, size_t max_level,
   }
 }
 
+void text_node_head(const UOp *u, char *buf, size_t size) {
+  if (size == 0) return;
+  Out o = {buf, 0, size - 1, false, false};
+  out_head(&o, u);
+  size_t from = o.len > 0 && buf[0] == '(' ? 1 : 0; /* "OP:DTYPE args", no parenthesis */
+  memmove(buf, buf + from, o.len - from);
+  buf[o.len - from] = '\0';
+}
+
 enum { NODE_MAX_DEPTH = 64 };
 
 void text_print_node(const UOp *u, int depth, char *buf, size_t size) {

@@ -13,6 +13,12 @@ char *text_print(Ctx *ctx, const UOp *root);
 /* One node for messages: sources to `depth` levels, deeper ones as "...";
  * always NUL-terminated, cut with "..." when buf is too small. */
 void text_print_node(const UOp *u, int depth, char *buf, size_t size);
+/* One node's head without its sources or parentheses: "ADD:float32",
+ * "RANGE:int32 loop 0", "CONST:float32 1.5"; cut to size. */
+void text_node_head(const UOp *u, char *buf, size_t size);
+/* The graph under root as Graphviz DOT (dot.c), the graph named name;
+ * malloc'd, NULL when out of memory (error set). */
+char *text_dot(Ctx *ctx, const UOp *root, const char *name);
 /* Sets ctx's error to "<prefix>: <message>\n  in <node>", the node in the
  * text form to 2 levels: how passes report a bad node. */
 void text_node_error(Ctx *ctx, const UOp *u, const char *prefix, const char *fmt, ...)

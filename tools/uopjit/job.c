@@ -2,7 +2,8 @@
  * prompt.
  *
  * In: program text, its name for messages, and a Job (what to make). Out:
- * the simplified (or only checked) UOp text, or a stage from uj_emit (LLVM
+ * the simplified (or only checked) UOp text or its graph as Graphviz DOT,
+ * or a stage from uj_emit (LLVM
  * IR, assembly, PTX, AMDGCN, an HSA code object) of the program's root,
  * which must then be a kernel. Each call has its own context, freed before
  * it returns. */
@@ -13,6 +14,7 @@
 
 int job_emit_kind(const char *name) {
   if (!strcmp(name, "uops")) return EMIT_UOPS;
+  if (!strcmp(name, "dot")) return EMIT_DOT;
   for (int k = 0; k < UJ_EMIT_COUNT; k++)
     if (!strcmp(name, uj_emit_name((uj_emit_kind)k))) return k;
   return -2;
@@ -22,14 +24,15 @@ const char *job_emit_names(char *buf, size_t size) {
   snprintf(buf, size, "uops");
   for (int k = 0; k < UJ_EMIT_COUNT; k++)
     snprintf(buf + strlen(buf), size - strlen(buf), ", %s", uj_emit_name((uj_emit_kind)k));
+  snprintf(buf + strlen(buf), size - strlen(buf), ", dot");
   return buf;
 }
 
-/* The UOp text of root, simplified when asked. */
+/* The UOp text of root, or its graph as DOT, simplified when asked. */
 static char *job_uops(uj_ctx *ctx, const uj_uop *root, const Job *job, const char *where) {
   char *text = NULL;
   if (job->simplify && !(root = uj_simplify(ctx, root))) report("%s: %s", where, uj_error(ctx));
-  else if (!(text = uj_print(ctx, root))) report("out of memory");
+  else if (!(text = job->emit == EMIT_DOT ? uj_dot(ctx, root) : uj_print(ctx, root))) report("out of memory");
   return text;
 }
 
@@ -45,7 +48,7 @@ bool job_output(const char *text, const char *where, const Job *job, Output *out
     report("%s", uj_error(ctx));
   } else if (uj_check(ctx, root) != UJ_OK) {
     report("%s: %s", where, uj_error(ctx));
-  } else if (job->emit == EMIT_UOPS) {
+  } else if (job->emit == EMIT_UOPS || job->emit == EMIT_DOT) {
     if ((out->data = job_uops(ctx, root, job, where))) out->len = strlen(out->data);
   } else if (!(out->data = uj_emit(ctx, root, (uj_emit_kind)job->emit, job->arch, &out->len))) {
     report("%s: %s: %s", where, uj_emit_name((uj_emit_kind)job->emit), uj_error(ctx));

@@ -99,8 +99,9 @@ struct Node {
   int line, col;     /* of the operator, name or literal */
   TokKind op;        /* N_UNARY, N_BINARY */
   const char *name;  /* N_NAME, N_CALL, N_METHOD, N_ATTR, N_ASSIGN, N_COMMAND; N_STR's text */
-  const char *arch;  /* N_COMMAND: the GPU arch before its expression (:ptx sm_80 EXPR), or NULL */
-  int64_t i;         /* N_INT, N_BOOL */
+  const char *arch;  /* N_COMMAND: the word before its expression: a GPU arch (:ptx sm_80 EXPR), :dot's view
+                        (graph, schedule, kernel), or NULL */
+  int64_t i;         /* N_INT, N_BOOL; :dot kernel N's N */
   double f;          /* N_FLOAT */
   Node *a, *b;       /* operands; N_METHOD/N_ATTR object; N_ASSIGN/N_EXPR/N_COMMAND expression */
   Node **items;      /* N_LIST, N_TUPLE items; N_CALL, N_METHOD arguments */

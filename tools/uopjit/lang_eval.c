@@ -296,6 +296,9 @@ static const char lang_help[] =
     "  :amdgcn [ARCH] EXPR   their AMD GCN assembly, shaped for ARCH (default gfx90a)\n"
     "  :asm EXPR             their assembly for this CPU\n"
     "  :list [ARCH] EXPR     the lowered list each backend renders\n"
+    "  :dot [VIEW] EXPR      Graphviz DOT of EXPR (dot -Tsvg): VIEW schedule\n"
+    "                        (default: kernels and buffers), graph (the tensor\n"
+    "                        graph) or kernel N (kernel N's UOps)\n"
     "  :time EXPR      realize EXPR and print the time it took\n"
     "  :help           this text\n"
     "  :quit           leave (so does end of input)\n";
@@ -323,9 +326,12 @@ static bool command_schedule(Lang *L, const Node *n, const char *what) {
 }
 
 /* A tensor's kernels printed as stage kind (EMIT_UOPS: their UOps as
- * scheduled, else uj_tensor_emit's, shaped for arch). */
+ * scheduled; EMIT_DOT: the schedule as Graphviz DOT; else uj_tensor_emit's,
+ * shaped for arch). */
 static bool print_kernels(Lang *L, const Node *at, const Value *v, int kind, const char *arch) {
-  char *text = kind == EMIT_UOPS ? uj_tensor_schedule_text(v->t->t, "uops") : uj_tensor_emit(v->t->t, (uj_emit_kind)kind, arch);
+  char *text = kind == EMIT_UOPS ? uj_tensor_schedule_text(v->t->t, "uops")
+               : kind == EMIT_DOT ? uj_tensor_dot(v->t->t, "schedule")
+                                  : uj_tensor_emit(v->t->t, (uj_emit_kind)kind, arch);
   bool ok = text ? (io_write_text(L->out, text), true) : eval_lib_error(L, at, "no kernels");
   free(text);
   return ok;
@@ -337,6 +343,21 @@ static bool command_emit(Lang *L, const Node *n, uj_emit_kind kind) {
   Value v;
   if (!command_tensor(L, n, &v)) return false;
   bool ok = print_kernels(L, n, &v, kind, n->arch);
+  value_free(&v);
+  return ok;
+}
+
+/* :dot [graph | schedule | kernel N] EXPR: a picture of EXPR as Graphviz
+ * DOT (uj_tensor_dot); the schedule when no view is given. */
+static bool command_dot(Lang *L, const Node *n) {
+  Value v;
+  if (!command_tensor(L, n, &v)) return false;
+  char view[48];
+  if (n->arch && !strcmp(n->arch, "kernel")) snprintf(view, sizeof view, "kernel %lld", (long long)n->i);
+  else snprintf(view, sizeof view, "%s", n->arch ? n->arch : "schedule");
+  char *text = uj_tensor_dot(v.t->t, view);
+  bool ok = text ? (io_write_text(L->out, text), true) : eval_lib_error(L, n, "no picture");
+  free(text);
   value_free(&v);
   return ok;
 }
@@ -373,6 +394,7 @@ static bool command_run(Lang *L, const Node *n) {
     bool arch;
   } stages[] = {{"ir", UJ_EMIT_IR_OPT, true}, {"ptx", UJ_EMIT_PTX, true}, {"amdgcn", UJ_EMIT_AMDGCN, true},
                 {"asm", UJ_EMIT_ASM, false}, {"list", UJ_EMIT_LIST, true}};
+  if (!strcmp(c, "dot")) return command_dot(L, n);
   if (n->arch && !none) {
     bool takes = false;
     for (size_t k = 0; k < sizeof stages / sizeof *stages; k++) takes |= !strcmp(c, stages[k].name) && stages[k].arch;

@@ -271,13 +271,29 @@ static bool parse_arch_word(const Parser *p) {
   return k == T_NAME || k == T_INT || k == T_FLOAT || k == T_LPAREN || k == T_LBRACK;
 }
 
+/* :dot's view before its expression: graph, schedule, or kernel N (in
+ * n->arch, N in n->i). */
+static bool parse_view_word(Parser *p, Node *n) {
+  const Token *t = p->t;
+  bool view = t[0].kind == T_NAME && (!strcmp(t[0].text, "graph") || !strcmp(t[0].text, "schedule"));
+  bool kernel = t[0].kind == T_NAME && !strcmp(t[0].text, "kernel") && t[1].kind == T_INT;
+  if (!view && !kernel) return false;
+  TokKind k = t[kernel ? 2 : 1].kind;
+  if (k != T_NAME && k != T_INT && k != T_FLOAT && k != T_LPAREN && k != T_LBRACK) return false;
+  n->arch = t[0].text;
+  if (kernel) n->i = t[1].i;
+  p->t += kernel ? 2 : 1;
+  return true;
+}
+
 static Node *parse_command(Parser *p, const Token *at) {
   if (p->t->kind != T_NAME) return parse_fail(p, "a command name after ':'"), NULL;
   Node *n = parse_node(p, N_COMMAND, at);
   if (!n) return NULL;
   n->name = p->t->text;
   p->t++;
-  if (parse_arch_word(p)) n->arch = (p->t++)->text;
+  bool view = !strcmp(n->name, "dot") && parse_view_word(p, n);
+  if (!view && parse_arch_word(p)) n->arch = (p->t++)->text;
   if (!parse_at_end(p) && !(n->a = parse_expr(p))) return NULL;
   return n;
 }

@@ -46,7 +46,9 @@ static const char usage_text[] =
     "                   or of a kernel: ir, ir-opt (LLVM IR before and after\n"
     "                   optimization), asm (this CPU's assembly), ptx, amdgcn,\n"
     "                   hsaco (an AMD code object: binary, needs -o or a pipe),\n"
-    "                   list (the lowered kernel every backend renders)\n"
+    "                   list (the lowered kernel every backend renders); dot:\n"
+    "                   Graphviz DOT of the UOp graph (of a tensor program:\n"
+    "                   each value's schedule, its kernels and buffers)\n"
     "  --arch=ARCH      the GPU for --emit: sm_80 .. sm_90a (ptx; default sm_90),\n"
     "                   gfx90a, gfx942, gfx1100... (amdgcn, hsaco; default\n"
     "                   gfx90a); with ir, ir-opt or list, for that GPU\n"
@@ -210,7 +212,7 @@ static bool options_parse(int argc, char **argv, Options *o) {
 static bool options_check(const Options *o) {
   bool stdin_tty = !o->file && !o->text && isatty(STDIN_FILENO);
   if (o->interactive && (o->file || o->text)) report("-i reads from stdin: give no FILE or -c");
-  else if (o->arch && o->emit == EMIT_UOPS)
+  else if (o->arch && (o->emit == EMIT_UOPS || o->emit == EMIT_DOT))
     report("--arch needs --emit=ir, ir-opt, ptx, amdgcn, hsaco or list");
   else if (o->arch && o->emit == UJ_EMIT_ASM)
     report("--arch does not apply to --emit=asm (this CPU's assembly)");

@@ -5,7 +5,8 @@
  * complete. Out: for each program, what the options ask (--emit; the
  * simplified UOps by default) on stdout, errors on stderr. The last program
  * that went through stays: `:ir`, `:ir-opt`, `:asm`, `:ptx`, `:amdgcn` and
- * `:uops` (each with an optional ARCH) print that stage of it. */
+ * `:uops` (each with an optional ARCH) print that stage of it, `:dot` its
+ * graph as Graphviz DOT. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdlib.h>
@@ -26,6 +27,7 @@ static const char repl_help[] =
     "  :amdgcn [ARCH]  its AMDGCN assembly (ARCH gfx90a, gfx942, gfx1100...)\n"
     "  :list [ARCH]    the lowered list every backend renders\n"
     "  :uops           its UOps again\n"
+    "  :dot            its UOp graph as Graphviz DOT (dot -Tsvg)\n"
     "  :help   this text\n"
     "  :quit   leave (so does end of input)\n";
 

@@ -30,7 +30,9 @@
 
 /* ---- main.c ---- */
 
-enum { EMIT_UOPS = -1 }; /* Options.emit: the UOp text, else a uj_emit_kind */
+/* Options.emit: the UOp text, the UOp graph as Graphviz DOT (a tensor
+ * program: its schedule's), else a uj_emit_kind; -2 is "unknown". */
+enum { EMIT_UOPS = -1, EMIT_DOT = -3 };
 
 /* The values of one option that may repeat, in order. */
 typedef struct OptionList {
