@@ -34,7 +34,8 @@
  * Usage: bench_peers [--python PATH] [--script PATH] [--only NAME]...
  *        [--budget-s SECONDS]   (defaults /usr/bin/python3, bench/peers.py,
  *        every benchmark, 12 s of rounds a benchmark) */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -82,7 +83,7 @@ typedef struct KindInfo {
   const char *peer_kind; /* its name in peers.py */
   bool blas;             /* OpenBLAS has it */
   bool numpy;            /* natural in NumPy (matmul there is OpenBLAS again) */
-  bool flops;            /* rated in GFLOP/s of peak, else GB/s of copy bandwidth */
+  bool flops;            /* rated in GFLOP/s of peak, else GB/s of the bandwidth their traffic allows */
   double tol;            /* max |uopjit - peer| / max |peer| */
 } KindInfo;
 
@@ -164,6 +165,16 @@ static double bench_work(const BenchDef *b) {
   }
 }
 
+/* Of bench_work's bytes, those written. */
+static double bench_written(const BenchDef *b) {
+  double d0 = (double)b->dims[0], d1 = (double)b->dims[1];
+  switch (b->kind) {
+  case KIND_ELEMENTWISE: return 4 * d0;
+  case KIND_SOFTMAX: case KIND_LAYERNORM: return 4 * d0 * d1;
+  default: return 0; /* sum's output is one number; the rest are rated in flops */
+  }
+}
+
 /* Elements of b's output. */
 static size_t bench_output_numel(const BenchDef *b) {
   const int64_t *d = b->dims;
@@ -181,7 +192,8 @@ static size_t bench_output_numel(const BenchDef *b) {
 /* The goal of b's line on threads threads (issue 5): sgemm at least as
  * fast as OpenBLAS where M, K and N are all 1024 or more on 2 threads, at
  * least 0.9 of it elsewhere (other sizes, GEMV, 1 thread); elementwise
- * and sum at 0.85 of the copy bandwidth; the rest as fast as PyTorch. */
+ * and sum at 0.85 of the bandwidth their traffic allows; the rest as fast
+ * as PyTorch. */
 static Goal bench_goal(const BenchDef *b, int threads) {
   Contender blas = threads == 1 ? C_BLAS1 : C_BLAS2, torch = threads == 1 ? C_TORCH1 : C_TORCH2;
   bool large = b->dims[0] >= 1024 && b->dims[1] >= 1024 && b->dims[2] >= 1024;
@@ -236,7 +248,8 @@ typedef struct Options {
 typedef struct Bench {
   uj_session *s[NLINES]; /* uopjit on 1 and 2 threads */
   PeerProc py;
-  char dir[64]; /* temp folder of the .npy files */
+  char dir[64]; /* temp folder of the .npy files and the disk caches */
+  int ncaches;  /* disk cache folders made in dir: cache0, cache1, ... */
   double budget_ms;
   Machine machine;
 } Bench;
@@ -445,7 +458,7 @@ static void setup_blas(Row *r, RowResult *res) {
 static bool row_setup(Bench *B, Row *r, RowResult *res, const BenchDef *def) {
   Shape shapes[MAX_INPUTS];
   *r = (Row){.def = def, .nin = bench_inputs(def, shapes), .out_n = bench_output_numel(def)};
-  *res = (RowResult){.name = def->name, .flops = kind_info[def->kind].flops, .work = bench_work(def),
+  *res = (RowResult){.name = def->name, .flops = kind_info[def->kind].flops, .work = bench_work(def), .written = bench_written(def),
                      .tol = kind_info[def->kind].tol};
   for (int l = 0; l < NLINES; l++) {
     res->goal[l] = bench_goal(def, l + 1);
@@ -546,26 +559,106 @@ static int rounds_for(const Bench *B, double round_ms) {
   return n;
 }
 
-/* uopjit's first run on each line, caught (compile times; its output is
- * checked). A line too slow to repeat keeps it as its one sample. */
+/* A realize of a small graph in session s: creates its JIT before any
+ * row. */
+static bool session_warm(uj_session *s) {
+  uj_tensor *warm = uj_tensor_rand(s, (int64_t[]){16}, 1, 1);
+  uj_tensor *y = uj_tensor_binary_scalar(UJ_BIN_ADD, warm, 1.0, false);
+  bool ok = uj_tensor_realize(&y, 1) == UJ_OK;
+  if (!ok) fprintf(stderr, "bench_peers: %s\n", uj_session_error(s));
+  uj_tensor_free(y), uj_tensor_free(warm);
+  return ok;
+}
+
+/* Removes a folder and everything in it. */
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  return remove(path);
+}
+
+/* A new, empty disk cache folder in B->dir as UJ_CACHE_DIR (the last one
+ * removed): the next compile of any kernel is cold. */
+static void cache_folder_next(Bench *B) {
+  char path[128];
+  if (B->ncaches > 0) {
+    snprintf(path, sizeof path, "%s/cache%d", B->dir, B->ncaches - 1);
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+  snprintf(path, sizeof path, "%s/cache%d", B->dir, B->ncaches++);
+  setenv("UJ_CACHE_DIR", path, 1);
+}
+
+/* The first realize of r's line in a fresh session of its threads, on
+ * the same inputs: its ms (-1 on failure, said on stderr), its profile
+ * (compile or disk-cache load times) and its output in out. Both first
+ * realizes of a line are made so, the one compiling into an empty disk
+ * cache and the one loading from it, so both pay alike for memory the
+ * process touches the first time (a fresh session has no pool of freed
+ * blocks: a 256 MiB output faults its pages in, 0.6 s on one EPYC). */
+static double first_realize_fresh(Bench *B, Row *r, RowResult *res, int line, KernelProfile *profile, float *out) {
+  const char *why = NULL;
+  uj_session *s = uj_session_new("CPU", &why);
+  Shape shapes[MAX_INPUTS];
+  uj_tensor *in[MAX_INPUTS] = {0}, *y = NULL;
+  Scratch sc = {0};
+  setenv("UJ_THREADS", line == 0 ? "1" : "2", 1);
+  bool ok = s && session_warm(s) && bench_inputs(r->def, shapes) == r->nin;
+  for (unsigned i = 0; ok && i < r->nin; i++) ok = (in[i] = uj_tensor_rand(s, shapes[i].d, shapes[i].n, 1000 + i)) != NULL;
+  ok = ok && uj_tensor_realize(in, r->nin) == UJ_OK && (y = build_graph(&sc, r->def, in)) != NULL;
+  DebugCapture cap;
+  bool caught = ok && debug_capture_begin(&cap);
+  double t0 = bench_now_ms();
+  ok = ok && uj_tensor_realize(&y, 1) == UJ_OK;
+  double ms = elapsed_since(t0);
+  if (caught) debug_capture_end(&cap, profile);
+  ok = ok && uj_tensor_to_host(y, out, r->out_n * sizeof *out) == UJ_OK;
+  if (!ok) fprintf(stderr, "bench_peers: %s, %d thread(s): a first realize failed: %s\n", res->name, line + 1, s ? uj_session_error(s) : why);
+  scratch_free(&sc);
+  uj_session_free(s);
+  return ok ? ms : -1;
+}
+
+/* Line l's two first realizes, each in a fresh session: compiling into
+ * an empty disk cache, then loading every kernel from it (a second
+ * process's first realize); the two outputs must be equal bit for bit. */
+static void first_realizes(Bench *B, Row *r, RowResult *res, int l) {
+  UjLine *u = &res->uj[l];
+  float *cold = malloc(r->out_n * sizeof *cold), *warm = malloc(r->out_n * sizeof *warm);
+  cache_folder_next(B);
+  u->first_ms = cold ? first_realize_fresh(B, r, res, l, &u->cold, cold) : -1;
+  u->first_warm_ms = warm && u->first_ms >= 0 ? first_realize_fresh(B, r, res, l, &u->first_warm, warm) : -1;
+  if (u->first_warm_ms >= 0 && memcmp(cold, warm, r->out_n * sizeof *cold)) {
+    fprintf(stderr, "bench_peers: %s, %d thread(s): the first realize from the disk cache differs from the compiled one\n",
+            res->name, l + 1);
+    snprintf(res->error, sizeof res->error, "the disk cache's kernels computed other values");
+    u->first_warm_ms = -1;
+  }
+  free(cold), free(warm);
+}
+
+/* uopjit's first run on each line in its session (its output checked;
+ * the kernels come from the disk cache first_realizes filled), after the
+ * line's two first realizes in fresh sessions. A line too slow to repeat
+ * keeps the session's first run as its one sample. */
 static void row_first_runs(Bench *B, Row *r, RowResult *res) {
   for (int l = 0; l < NLINES; l++) {
     Contender c = (Contender)(C_UJ1 + l);
     UjLine *u = &res->uj[l];
     if (!r->active[c]) continue;
+    first_realizes(B, r, res, l);
     double usage[2] = {0, 0};
-    u->first_ms = uopjit_run(B, r, res, l, (UjExtras){.out = r->out, .profile = &u->cold, .usage = usage});
-    if (u->first_ms < 0) {
+    KernelProfile profile;
+    double first = uopjit_run(B, r, res, l, (UjExtras){.out = r->out, .profile = &profile, .usage = usage});
+    if (first < 0) {
       sample_add(r, res, c, -1);
       continue;
     }
     row_check(B, r, res);
-    u->one_run = u->first_ms >= SLOW_RUN_MS;
+    u->one_run = first >= SLOW_RUN_MS;
     if (!u->one_run) continue;
-    sample_add(r, res, c, u->first_ms);
+    sample_add(r, res, c, first);
     r->active[c] = false; /* runs no more */
-    u->cpu_ms = usage[0], u->page_faults = usage[1], u->wall_ms = u->first_ms;
-    u->warm = u->cold, u->warm_ms = u->first_ms, u->profiled = u->cold.nkernels > 0; /* one run: its profile holds the compile too */
+    u->cpu_ms = usage[0], u->page_faults = usage[1], u->wall_ms = first;
+    u->warm = profile, u->warm_ms = first, u->profiled = profile.nkernels > 0; /* one run: its profile is the row's */
   }
 }
 
@@ -633,15 +726,18 @@ static bool selected(const Options *o, const BenchDef *def) {
   return o->nonly == 0;
 }
 
-/* A realize of a small graph in session s: creates its JIT before any
- * row. */
-static bool session_warm(uj_session *s) {
-  uj_tensor *warm = uj_tensor_rand(s, (int64_t[]){16}, 1, 1);
-  uj_tensor *y = uj_tensor_binary_scalar(UJ_BIN_ADD, warm, 1.0, false);
-  bool ok = uj_tensor_realize(&y, 1) == UJ_OK;
-  if (!ok) fprintf(stderr, "bench_peers: %s\n", uj_session_error(s));
-  uj_tensor_free(y), uj_tensor_free(warm);
-  return ok;
+/* The memory bandwidth probes, each kept at the best it has measured: run
+ * at the start and again at the end, as a shared machine's bandwidth
+ * varies over minutes (one run's 2-thread read stream: 32.6 GB/s at the
+ * start, 58.6 in another minute). */
+enum { PROBE_RUNS = 20 }; /* as many as a line's timed runs at most: best of as many tries */
+
+static void probe_bandwidth(Machine *m) {
+  for (int l = 0; l < NLINES; l++) {
+    m->read_gbs[l] = fmax(m->read_gbs[l], machine_bandwidth(PROBE_READ, PROBE_RUNS, l + 1));
+    m->copy_nt_gbs[l] = fmax(m->copy_nt_gbs[l], machine_bandwidth(PROBE_COPY_NT, PROBE_RUNS, l + 1));
+    m->copy_gbs[l] = fmax(m->copy_gbs[l], machine_bandwidth(PROBE_MEMCPY, PROBE_RUNS, l + 1));
+  }
 }
 
 /* Sessions, temp folder, machine, peers; false with a message. */
@@ -652,8 +748,10 @@ static bool bench_open(Bench *B, const Options *o) {
     if (!(B->s[l] = uj_session_new("CPU", &why))) return fprintf(stderr, "bench_peers: no CPU session: %s\n", why), false;
   snprintf(B->dir, sizeof B->dir, "/tmp/uj_bench_peers.XXXXXX");
   if (!mkdtemp(B->dir)) return perror("bench_peers: mkdtemp"), false;
+  unsetenv("UJ_CACHE");
+  cache_folder_next(B); /* the disk cache of this run only, from here on */
   machine_read(&B->machine);
-  for (int l = 0; l < NLINES; l++) B->machine.copy_gbs[l] = machine_copy_bandwidth(9, l + 1);
+  probe_bandwidth(&B->machine);
   peerproc_start(&B->py, o->python, o->script);
   blas_version(B->machine.openblas, sizeof B->machine.openblas);
   snprintf(B->machine.numpy, sizeof B->machine.numpy, "%s", B->py.numpy_version);
@@ -663,6 +761,9 @@ static bool bench_open(Bench *B, const Options *o) {
 
 static void bench_close(Bench *B) {
   peerproc_stop(&B->py);
+  char path[128];
+  snprintf(path, sizeof path, "%s/cache%d", B->dir, B->ncaches - 1);
+  if (B->ncaches > 0) nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   if (B->dir[0]) rmdir(B->dir);
   for (int l = 0; l < NLINES; l++) uj_session_free(B->s[l]);
 }
@@ -680,7 +781,7 @@ int main(int argc, char **argv) {
   bool ok = bench_open(&B, &o);
   for (size_t i = 0; ok && i < NBENCHES; i++)
     if (selected(&o, &benches[i])) run_bench(&B, &benches[i], &rows[n++]);
-  if (ok) table_print(stdout, rows, n, &B.machine);
+  if (ok) probe_bandwidth(&B.machine), table_print(stdout, rows, n, &B.machine);
   bench_close(&B);
   return ok ? 0 : 1;
 }

@@ -27,10 +27,14 @@ enum { NLINES = 2, KERNEL_NAME_MAX = 64 };
 typedef enum Contender { C_UJ1, C_UJ2, C_BLAS1, C_BLAS2, C_TORCH1, C_TORCH2, C_NUMPY, C_COUNT } Contender;
 
 /* What uopjit's UJ_DEBUG=1 lines say of one realize: per kernel, in
- * schedule order, "compiled in" (cold) and "ran in". */
+ * schedule order, "compiled in" or "loaded from the disk cache in", and
+ * "ran in". */
 typedef struct KernelProfile {
   int nkernels;
   double compile_ms; /* sum of "compiled in": the library's timer around uj_compile */
+  int ncompiled;
+  double load_ms;    /* sum of "loaded from the disk cache in" */
+  int nloaded;
   double run_ms;     /* sum of "ran in" */
   int hottest;       /* the kernel with the largest "ran in"; -1: none */
   double hottest_ms;
@@ -53,6 +57,8 @@ typedef struct AsmMix {
 typedef struct UjLine {
   double first_ms;      /* the first realize: compile + run */
   KernelProfile cold;   /* of the first realize: compile times */
+  double first_warm_ms; /* the first realize of a fresh session, the disk cache warm */
+  KernelProfile first_warm;
   KernelProfile warm;   /* of one realize after the timed runs */
   double warm_ms;       /* that realize's time */
   AsmMix mix;           /* of warm's hottest kernel */
@@ -74,8 +80,9 @@ typedef struct Goal {
  * its cell says: "—" (not this benchmark's peer), "absent", "failed". */
 typedef struct RowResult {
   const char *name;
-  bool flops;  /* work counts flops (rated against peak), else bytes (against copy bandwidth) */
+  bool flops;  /* work counts flops (rated against peak), else bytes (against the bandwidth of their mix) */
   double work;
+  double written; /* of work's bytes, those written (the rest are read) */
   Goal goal[NLINES];
   const char *missing[C_COUNT];
   double best_ms[C_COUNT]; /* the fastest of the runs */
@@ -98,16 +105,27 @@ typedef struct Machine {
   const char *simd; /* "AVX-512", "AVX2", "SSE" */
   int lanes;        /* float32 lanes of one FMA */
   double peak_gflops[NLINES];  /* on 1 and 2 threads */
-  double copy_gbs[NLINES];     /* memcpy bandwidth on 1 and 2 threads, bytes read + written */
+  double read_gbs[NLINES];     /* a read-only stream on 1 and 2 threads */
+  double copy_nt_gbs[NLINES];  /* a copy with non-temporal stores, bytes read + written */
+  double copy_gbs[NLINES];     /* memcpy, bytes read + written (for comparison) */
   char openblas[96], numpy[32], torch[32]; /* versions, or "absent" */
 } Machine;
 
 /* The CPU's model, cores, SIMD width, its clock and FMA units (measured
  * where it can), and peak from them. */
 void machine_read(Machine *m);
-/* The best GB/s of runs memcpys of a 256 MiB buffer (read + written),
- * split over threads threads; 0 on failure. */
-double machine_copy_bandwidth(int runs, int threads);
+/* Memory bandwidth probes: a read-only stream, a copy with non-temporal
+ * stores, memcpy. */
+typedef enum Probe { PROBE_READ, PROBE_COPY_NT, PROBE_MEMCPY } Probe;
+/* The best GB/s of runs probes over a 256 MiB buffer split over threads
+ * threads (bytes read, plus written for the copies); 0 on failure. */
+double machine_bandwidth(Probe kind, int runs, int threads);
+/* The most GB/s a kernel reading read_bytes and writing written_bytes can
+ * reach on line's threads: the time to read at read_gbs plus the time to
+ * write at the rate the non-temporal copy leaves for its writes once its
+ * reads are paid; so a read-only line is rated against the read stream
+ * and a line reading as much as it writes against the copy. 0: unknown. */
+double machine_ceiling_gbs(const Machine *m, int line, double read_bytes, double written_bytes);
 /* Waits until the threads of this process and of process other (0: none)
  * ran less than a quarter of a 2 ms window (from their schedstat, in ns),
  * at most max_ms: a peer's threads that spin after its call (OpenBLAS's

@@ -12,12 +12,20 @@
  * a cycle on Zen 4, two on Zen 5 and on Xeons with two AVX-512 FMA
  * ports): assumed, the peak read 164 % on one machine. Elsewhere, the
  * clock from cpufreq's cpuinfo_max_freq, the model name or "cpu MHz", and
- * 2 units assumed. The copy bandwidth is measured: memcpy of a 256 MiB
- * buffer, both buffers touched first, split in equal parts over 1 or 2
- * threads, bytes read plus written over the best time. */
-#define _POSIX_C_SOURCE 200809L
+ * 2 units assumed. Memory bandwidth is measured on a 256 MiB buffer in
+ * huge pages (touched first), split in equal parts over 1 or 2 threads,
+ * best of several runs, three ways: a read-only stream (16-byte loads,
+ * and 32-byte ones where the CPU has AVX2; bytes read / time), a copy
+ * with non-temporal stores, which skip the read a cached store makes of
+ * its line first (bytes read + written / time), and memcpy (the same). A
+ * line moving R bytes in and W out is rated against what the first two
+ * allow for that mix (machine_ceiling_gbs). */
+#define _DEFAULT_SOURCE /* madvise */
 #include <dirent.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <sys/mman.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +35,13 @@
 #include "bench_peers.h"
 #include "bench_util.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h> /* SSE2 non-temporal stores (every x86-64); AVX2 loads where the CPU has them */
+#endif
+
 enum { ASSUMED_FMA_UNITS = 2, MAX_CPUS = 1024, PROBE_RUNS = 15 };
 static const long PROBE_ITERS = 2000000; /* a few ms a probe run */
-static const size_t COPY_BYTES = (size_t)256 << 20;
+static const size_t COPY_BYTES = (size_t)256 << 20, HUGE_PAGE = (size_t)2 << 20;
 
 /* The value after "key<spaces>: " in a /proc/cpuinfo line, or NULL. */
 static const char *cpuinfo_value(const char *line, const char *key) {
@@ -184,51 +196,170 @@ void machine_read(Machine *m) {
     m->peak_gflops[t - 1] = (t < m->cores ? t : m->cores) * m->ghz * m->fma_units * m->lanes * 2;
 }
 
-/* One thread's part of a copy. */
-typedef struct CopyPart {
+/* One thread's part of a bandwidth probe. */
+typedef struct ProbePart {
+  Probe kind;
   char *dst;
   const char *src;
   size_t n;
-} CopyPart;
+  bool wide;    /* PROBE_READ with AVX2 */
+  uint64_t sum; /* PROBE_READ: what it read, so the reads are used */
+} ProbePart;
 
-static void *copy_part(void *arg) {
-  CopyPart *c = arg;
-  memcpy(c->dst, c->src, c->n);
+/* Eight 64-bit words a step, in four independent accumulators: the
+ * loads, not the adds, bound it (16-byte vectors on any x86-64). */
+typedef uint64_t Words __attribute__((vector_size(16)));
+
+static uint64_t read_stream(const char *src, size_t n) {
+  const Words *w = (const Words *)src;
+  Words a = {0, 0}, b = a, c = a, d = a;
+  for (size_t i = 0; i + 4 <= n / sizeof *w; i += 4) a += w[i], b += w[i + 1], c += w[i + 2], d += w[i + 3];
+  a += b + c + d;
+  return a[0] + a[1];
+}
+
+#if defined(__x86_64__)
+/* The same with 32-byte loads, eight streams of accumulation, where the
+ * CPU has AVX2: on some cores one thread's loads reach more of the
+ * bandwidth this way; the probe keeps the better of the two. */
+__attribute__((target("avx2"))) static uint64_t read_stream_avx2(const char *src, size_t n) {
+  __m256i acc[8];
+  for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_si256();
+  for (size_t i = 0; i + 256 <= n; i += 256)
+    for (int k = 0; k < 8; k++) acc[k] = _mm256_add_epi64(acc[k], _mm256_load_si256((const __m256i *)(src + i + 32 * k)));
+  for (int k = 1; k < 8; k++) acc[0] = _mm256_add_epi64(acc[0], acc[k]);
+  uint64_t w[4];
+  memcpy(w, &acc[0], sizeof w);
+  return w[0] + w[1] + w[2] + w[3];
+}
+#endif
+
+static void copy_nt(char *dst, const char *src, size_t n) {
+#if defined(__x86_64__)
+  for (size_t i = 0; i + 64 <= n; i += 64) { /* 64 bytes a step, stored past the caches */
+    __m128i x0 = _mm_load_si128((const __m128i *)(src + i)), x1 = _mm_load_si128((const __m128i *)(src + i + 16));
+    __m128i x2 = _mm_load_si128((const __m128i *)(src + i + 32)), x3 = _mm_load_si128((const __m128i *)(src + i + 48));
+    _mm_stream_si128((__m128i *)(dst + i), x0), _mm_stream_si128((__m128i *)(dst + i + 16), x1);
+    _mm_stream_si128((__m128i *)(dst + i + 32), x2), _mm_stream_si128((__m128i *)(dst + i + 48), x3);
+  }
+  _mm_sfence();
+#else
+  memcpy(dst, src, n);
+#endif
+}
+
+static void *probe_part(void *arg) {
+  ProbePart *c = arg;
+#if defined(__x86_64__)
+  if (c->kind == PROBE_READ && c->wide) c->sum = read_stream_avx2(c->src, c->n);
+  else
+#endif
+  if (c->kind == PROBE_READ) c->sum = read_stream(c->src, c->n);
+  else if (c->kind == PROBE_COPY_NT) copy_nt(c->dst, c->src, c->n);
+  else memcpy(c->dst, c->src, c->n);
   return NULL;
 }
 
-/* One memcpy of n bytes split over threads threads; its milliseconds, or
- * -1 when a thread cannot start. */
-static double copy_once(char *dst, const char *src, size_t n, int threads) {
-  pthread_t tid[NLINES];
-  CopyPart part[NLINES];
-  size_t step = n / (size_t)threads;
-  int started = 0;
-  double t0 = bench_now_ms();
-  for (int i = 0; i < threads; i++) {
-    part[i] = (CopyPart){dst + (size_t)i * step, src + (size_t)i * step, i + 1 == threads ? n - (size_t)i * step : step};
-    if (i > 0 && pthread_create(&tid[i], NULL, copy_part, &part[i]) == 0) started++;
+/* The probe's threads, started once and held at a barrier between runs
+ * (as uopjit's pool is), so a run times the memory traffic, not thread
+ * creation (0.1 ms of a 7 ms 2-thread read stream: enough for a kernel to
+ * beat the probe). */
+typedef struct Prober {
+  ProbePart part[NLINES];
+  pthread_barrier_t start, done;
+  bool stop;
+} Prober;
+
+typedef struct Helper {
+  Prober *pr;
+  int index;
+} Helper;
+
+static void *prober_thread(void *arg) {
+  Helper *h = arg;
+  for (;;) {
+    pthread_barrier_wait(&h->pr->start);
+    if (h->pr->stop) return NULL;
+    probe_part(&h->pr->part[h->index]);
+    pthread_barrier_wait(&h->pr->done);
   }
-  copy_part(&part[0]);
-  for (int i = 1; i <= started; i++) pthread_join(tid[i], NULL);
-  return started == threads - 1 ? bench_now_ms() - t0 : -1;
 }
 
-double machine_copy_bandwidth(int runs, int threads) {
-  char *src = malloc(COPY_BYTES), *dst = malloc(COPY_BYTES);
+/* One run: n bytes split over the threads (parts 64-byte aligned); its
+ * milliseconds. */
+static double probe_once(Prober *pr, int threads, Probe kind, bool wide, char *dst, const char *src, size_t n, uint64_t *sum) {
+  size_t step = n / (size_t)threads / 64 * 64;
+  for (int i = 0; i < threads; i++)
+    pr->part[i] = (ProbePart){kind, dst ? dst + (size_t)i * step : NULL, src + (size_t)i * step,
+                              i + 1 == threads ? n - (size_t)i * step : step, wide, 0};
+  double t0 = bench_now_ms();
+  pthread_barrier_wait(&pr->start);
+  probe_part(&pr->part[0]);
+  pthread_barrier_wait(&pr->done);
+  double ms = bench_now_ms() - t0;
+  for (int i = 0; i < threads; i++) *sum += pr->part[i].sum;
+  return ms;
+}
+
+/* A buffer as uopjit's CPU device makes one (backends/cpu/device.c): in
+ * transparent huge pages where the kernel gives them, which one thread's
+ * stream needs to reach the bandwidth (measured on an AMD EPYC: 23 GB/s
+ * read in 4 KiB pages, 33.6 in 2 MiB ones). */
+static char *probe_buffer(void) {
+  char *p = aligned_alloc(HUGE_PAGE, COPY_BYTES);
+#ifdef MADV_HUGEPAGE
+  if (p) (void)madvise(p, COPY_BYTES, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+double machine_bandwidth(Probe kind, int runs, int threads) {
+  char *src = probe_buffer(), *dst = kind == PROBE_READ ? NULL : probe_buffer();
   double best = -1;
-  if (!src || !dst || threads < 1 || threads > NLINES) {
+  uint64_t sum = 0;
+  if (!src || (!dst && kind != PROBE_READ) || threads < 1 || threads > NLINES) {
     free(src), free(dst);
     return 0;
   }
-  memset(src, 1, COPY_BYTES), memset(dst, 2, COPY_BYTES); /* pages in before timing */
-  for (int i = 0; i < runs; i++) {
-    double ms = copy_once(dst, src, COPY_BYTES, threads);
-    if (ms > 0 && (best < 0 || ms < best)) best = ms;
-    src[i] = dst[COPY_BYTES - 1 - (size_t)i]; /* the copy is used */
+  memset(src, 1, COPY_BYTES); /* pages in before timing */
+  if (dst) memset(dst, 2, COPY_BYTES);
+  bool avx2 = false;
+#if defined(__x86_64__)
+  avx2 = __builtin_cpu_supports("avx2");
+#endif
+  Prober pr = {0};
+  Helper helpers[NLINES];
+  pthread_t tid[NLINES];
+  int started = 0;
+  pthread_barrier_init(&pr.start, NULL, (unsigned)threads);
+  pthread_barrier_init(&pr.done, NULL, (unsigned)threads);
+  for (int i = 1; i < threads; i++) {
+    helpers[i] = (Helper){&pr, i};
+    if (pthread_create(&tid[i], NULL, prober_thread, &helpers[i]) == 0) started++;
   }
+  for (int i = 0; started == threads - 1 && i < runs * (kind == PROBE_READ && avx2 ? 2 : 1); i++) {
+    double ms = probe_once(&pr, threads, kind, kind == PROBE_READ && avx2 && i % 2, dst, src, COPY_BYTES, &sum);
+    if (ms > 0 && (best < 0 || ms < best)) best = ms;
+    src[i] = dst ? dst[COPY_BYTES - 1 - (size_t)i] : (char)sum; /* the result is used */
+  }
+  if (started == threads - 1) { /* release the helpers to leave */
+    pr.stop = true;
+    pthread_barrier_wait(&pr.start);
+  }
+  for (int i = 1; i <= started; i++) pthread_join(tid[i], NULL);
+  pthread_barrier_destroy(&pr.start), pthread_barrier_destroy(&pr.done);
   free(src), free(dst);
-  return best > 0 ? 2.0 * (double)COPY_BYTES / (best * 1e6) : 0;
+  if (started != threads - 1) return 0;
+  double bytes = kind == PROBE_READ ? (double)COPY_BYTES : 2.0 * (double)COPY_BYTES;
+  return best > 0 ? bytes / (best * 1e6) : 0;
+}
+
+double machine_ceiling_gbs(const Machine *m, int line, double read_bytes, double written_bytes) {
+  double rd = m->read_gbs[line], copy = m->copy_nt_gbs[line];
+  if (rd <= 0 || copy <= 0 || read_bytes + written_bytes <= 0) return 0;
+  double write_s_per_gb = 2 / copy - 1 / rd; /* a copy of N: N read, then N written */
+  if (write_s_per_gb <= 0) write_s_per_gb = 1 / copy;
+  return (read_bytes + written_bytes) / (read_bytes / rd + written_bytes * write_s_per_gb);
 }
 
 /* The ns the threads of /proc/PID ("self" or a number) have run: the

@@ -135,7 +135,9 @@ bool debug_capture_begin(DebugCapture *c) {
 static void profile_add(KernelProfile *p, const char *line) {
   char name[KERNEL_NAME_MAX];
   double ms;
-  if (sscanf(line, "UJ_DEBUG: %63[^:]: compiled in %lf ms", name, &ms) == 2) p->compile_ms += ms;
+  if (sscanf(line, "UJ_DEBUG: %63[^:]: compiled in %lf ms", name, &ms) == 2) p->compile_ms += ms, p->ncompiled++;
+  else if (sscanf(line, "UJ_DEBUG: %63[^:]: loaded from the disk cache in %lf ms", name, &ms) == 2)
+    p->load_ms += ms, p->nloaded++;
   else if (sscanf(line, "UJ_DEBUG: %63[^:]: ran in %lf ms", name, &ms) == 2) {
     if (p->hottest < 0 || ms > p->hottest_ms) {
       p->hottest = p->nkernels, p->hottest_ms = ms;

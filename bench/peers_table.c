@@ -3,8 +3,9 @@
  * In: one RowResult per benchmark and the machine. Out: a table with two
  * lines per benchmark (1 and 2 threads, uopjit and the peers alike) —
  * best times, the threads uopjit kept busy, its rate and share of the
- * peak (or copy bandwidth) of as many threads, the line's goal, the
- * measured value and whether it is met, compile time, kernels, runs, the
+ * peak (or of the memory bandwidth its traffic allows) on as many threads,
+ * the line's goal, the measured value and whether it is met, the first
+ * realize compiling and with the disk cache, kernels, runs, the
  * check — then notes: what was timed, the goals, the machine and how
  * peak was computed, and one line per missed goal giving the measured
  * reason (time against the floor, kernel time against the realize, the
@@ -21,8 +22,8 @@ enum { CELL = 96, NOTE = 1024 };
 
 static const char *const header =
     "| benchmark | threads | uopjit | busy threads | OpenBLAS | PyTorch | NumPy | uopjit rate | % of peak | goal "
-    "| measured | goal met | compile | kernels | runs | check |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---|\n";
+    "| measured | goal met | first realize: compiling | first realize: disk cache | kernels | runs | check |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---|\n";
 
 static const char *const timing_note =
     "Times are the best of the runs column (uopjit / its peers); in each round every contender runs once, in "
@@ -34,9 +35,13 @@ static const char *const timing_note =
     "on 2 (UJ_THREADS set before each realize; a context's pool takes it when made); busy threads = uopjit's "
     "CPU time / wall time over its timed runs (getrusage), the threads that really ran (a pool thread's wait "
     "for the next launch spins up to 200 us, which counts; fewer than 2 on 2 threads: a thread waited for a "
-    "core). Compile: the sum of "
-    "the library's own compile time of each kernel (UJ_DEBUG=1 \"compiled in\", around uj_compile) in the "
-    "first realize of that session; kernels: how many one realize runs. OpenBLAS: one cblas_sgemm (cblas_sgemv "
+    "core). First realize: the time of the first uj_tensor_realize of the line in a fresh session (its inputs "
+    "made first), scheduling and compiling every kernel into an empty disk cache (in parentheses the library's "
+    "own compile time, UJ_DEBUG=1 \"compiled in\"), then the same in another fresh session, which loads every "
+    "kernel from that cache as a second process would (in parentheses the load time, \"loaded from the disk "
+    "cache in\"; its result must equal the first bit for bit); each line has a cache folder of its own. Both "
+    "include the first touch of the output's memory (a fresh session has no pool of freed blocks). Kernels: "
+    "how many one realize runs. OpenBLAS: one cblas_sgemm (cblas_sgemv "
     "for GEMV) into a ready output, openblas_set_num_threads. PyTorch and NumPy (bench/peers.py): one call of "
     "the expression, which allocates its output, torch.set_num_threads; PyTorch 1.13 has no "
     "scaled_dot_product_attention, so attention is softmax(q @ k^T / sqrt(d)) @ v there as here. NumPy runs "
@@ -46,16 +51,18 @@ static const char *const timing_note =
 static const char *const goal_note =
     "Goals (issue 5), per line: ratio = peer time / uopjit time (higher is better). sgemm: OpenBLAS / uopjit "
     "at least 1.0x where M, K and N are all 1024 or more on 2 threads, at least 0.9x elsewhere (other sizes, "
-    "GEMV, 1 thread). Elementwise relu(x*y+z) and sum: uopjit's GB/s at least 0.85 of the copy bandwidth "
-    "measured here on as many threads. conv2d, softmax, layernorm, attention: PyTorch / uopjit at least "
+    "GEMV, 1 thread). Elementwise relu(x*y+z) and sum: uopjit's GB/s at least 0.85 of the bandwidth its "
+    "traffic allows on as many threads (below). conv2d, softmax, layernorm, attention: PyTorch / uopjit at least "
     "1.0x.";
 
-static void fmt_time(char *b, double ms) {
-  if (ms >= 1000) snprintf(b, CELL, "%.2f s", ms / 1e3);
-  else if (ms >= 10) snprintf(b, CELL, "%.1f ms", ms);
-  else if (ms >= 1) snprintf(b, CELL, "%.2f ms", ms);
-  else snprintf(b, CELL, "%.3f ms", ms);
+static void fmt_time_in(char *b, size_t n, double ms) {
+  if (ms >= 1000) snprintf(b, n, "%.2f s", ms / 1e3);
+  else if (ms >= 10) snprintf(b, n, "%.1f ms", ms);
+  else if (ms >= 1) snprintf(b, n, "%.2f ms", ms);
+  else snprintf(b, n, "%.3f ms", ms);
 }
+
+static void fmt_time(char *b, double ms) { fmt_time_in(b, CELL, ms); }
 
 /* Two significant digits, no exponent below 1000. */
 static void fmt_number(char *b, double v, const char *unit) {
@@ -74,7 +81,7 @@ static bool uopjit_ok(const RowResult *r, int line) {
 /* GFLOP/s or GB/s of a run of ms, and what it is rated against. */
 static double rate_of(const RowResult *r, double ms) { return r->work / (ms * 1e6); }
 static double ceiling_of(const RowResult *r, const Machine *m, int line) {
-  return r->flops ? m->peak_gflops[line] : m->copy_gbs[line];
+  return r->flops ? m->peak_gflops[line] : machine_ceiling_gbs(m, line, r->work - r->written, r->written);
 }
 
 /* The measured value the goal of line is about; -1 when unknown. */
@@ -82,7 +89,7 @@ static double goal_value(const RowResult *r, const Machine *m, int line) {
   const Goal *g = &r->goal[line];
   if (!uopjit_ok(r, line)) return -1;
   if (g->peer == C_COUNT)
-    return m->copy_gbs[line] > 0 ? rate_of(r, r->best_ms[uj_of(line)]) / m->copy_gbs[line] : -1;
+    return ceiling_of(r, m, line) > 0 ? rate_of(r, r->best_ms[uj_of(line)]) / ceiling_of(r, m, line) : -1;
   return r->missing[g->peer] ? -1 : r->best_ms[g->peer] / r->best_ms[uj_of(line)];
 }
 
@@ -100,7 +107,7 @@ static const char *peer_name(Contender c) {
 static void cell_goal(char *goal, char *value, const RowResult *r, const Machine *m, int line) {
   const Goal *g = &r->goal[line];
   double v = goal_value(r, m, line);
-  if (g->peer == C_COUNT) snprintf(goal, CELL, "≥ %.2f of copy", g->min_ratio);
+  if (g->peer == C_COUNT) snprintf(goal, CELL, "≥ %.2f of bandwidth", g->min_ratio);
   else snprintf(goal, CELL, "%s / uopjit ≥ %.1fx", peer_name(g->peer), g->min_ratio);
   if (v < 0) snprintf(value, CELL, "—");
   else fmt_number(value, v, g->peer == C_COUNT ? "" : "x");
@@ -139,28 +146,40 @@ static void cell_check(char *b, const RowResult *r) {
   else snprintf(b, CELL, "ok, %.1e vs %s", r->err, r->ref);
 }
 
-static void cell_profile(char *busy, char *compile, char *kernels, const UjLine *u) {
+/* A first realize: its time, and in parentheses the compile or load time. */
+static void cell_first(char *b, double ms, const KernelProfile *p, bool loads) {
+  char t[CELL / 3], part[CELL / 3];
+  if (ms <= 0 || p->nkernels == 0) {
+    snprintf(b, CELL, "—");
+    return;
+  }
+  fmt_time_in(t, sizeof t, ms), fmt_time_in(part, sizeof part, loads ? p->load_ms : p->compile_ms);
+  snprintf(b, CELL, "%s (%s %s)", t, part, loads ? "load" : "compile");
+  if (loads && p->ncompiled > 0) snprintf(b + strlen(b), CELL - strlen(b), ", %d compiled", p->ncompiled);
+}
+
+static void cell_profile(char *busy, char *cold, char *warm, char *kernels, const UjLine *u) {
   if (u->wall_ms > 0) snprintf(busy, CELL, "%.2f", u->cpu_ms / u->wall_ms);
   else snprintf(busy, CELL, "—");
-  if (u->cold.nkernels > 0) fmt_time(compile, u->cold.compile_ms);
-  else snprintf(compile, CELL, "—");
+  cell_first(cold, u->first_ms, &u->cold, false);
+  cell_first(warm, u->first_warm_ms, &u->first_warm, true);
   if (u->warm.nkernels > 0) snprintf(kernels, CELL, "%d", u->warm.nkernels);
   else snprintf(kernels, CELL, "—");
 }
 
 static void print_line(FILE *f, const RowResult *r, int line, const Machine *m) {
   char uj[CELL], busy[CELL], blas[CELL], torch[CELL], np[CELL], rate[CELL], share[CELL], goal[CELL], value[CELL],
-      compile[CELL], kernels[CELL], check[CELL];
+      cold[CELL], warm[CELL], kernels[CELL], check[CELL];
   Contender cb = line ? C_BLAS2 : C_BLAS1, ct = line ? C_TORCH2 : C_TORCH1;
   cell_uopjit(uj, r, line), cell_peer(blas, r, cb), cell_peer(torch, r, ct);
   if (line == 0) cell_peer(np, r, C_NUMPY);
   else snprintf(np, CELL, "—");
   cell_rate(rate, share, r, m, line), cell_goal(goal, value, r, m, line), cell_check(check, r);
-  cell_profile(busy, compile, kernels, &r->uj[line]);
+  cell_profile(busy, cold, warm, kernels, &r->uj[line]);
   int met = goal_met(r, m, line), peer_runs = r->nsamples[cb] > r->nsamples[ct] ? r->nsamples[cb] : r->nsamples[ct];
-  fprintf(f, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d | %s |\n", r->name,
+  fprintf(f, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d | %s |\n", r->name,
           line + 1, uj, busy, blas, torch, np, rate, share, goal, value,
-          met > 0 ? "met" : met == 0 ? "**missed**" : "unknown", compile, kernels, r->nsamples[uj_of(line)],
+          met > 0 ? "met" : met == 0 ? "**missed**" : "unknown", cold, warm, kernels, r->nsamples[uj_of(line)],
           peer_runs, check);
 }
 
@@ -188,7 +207,7 @@ static void mix_text(char *b, size_t n, const AsmMix *x) {
              width_name[x->widest]);
 }
 
-/* uopjit's time against the floor (work at peak or copy bandwidth). */
+/* uopjit's time against the floor (work at peak or at its traffic's bandwidth). */
 static void reason_floor(char *b, size_t n, const RowResult *r, const Machine *m, int line) {
   double ms = r->best_ms[uj_of(line)], ceiling = ceiling_of(r, m, line), rate = rate_of(r, ms);
   char t[CELL], floor_t[CELL];
@@ -197,7 +216,7 @@ static void reason_floor(char *b, size_t n, const RowResult *r, const Machine *m
     snprintf(b, n, "uopjit %s, %.1f GFLOP/s = %.1f %% of the %d-thread peak (floor at peak %s)", t, rate,
              100 * rate / ceiling, line + 1, floor_t);
   else
-    snprintf(b, n, "uopjit %s, %.2f GB/s = %.2f of the %d-thread copy bandwidth %.1f GB/s (floor at copy speed %s)", t,
+    snprintf(b, n, "uopjit %s, %.2f GB/s = %.2f of the %d-thread bandwidth of its traffic, %.1f GB/s (floor %s)", t,
              rate, rate / ceiling, line + 1, ceiling, floor_t);
 }
 
@@ -237,7 +256,7 @@ static void print_reason(FILE *f, const RowResult *r, const Machine *m, int line
   else if (r->wrong) fprintf(f, "uopjit's result is wrong (%.3g vs %s)\n", r->err, r->ref);
   else if (r->missing[uj_of(line)]) fprintf(f, "uopjit %s\n", r->missing[uj_of(line)]);
   else {
-    fmt_number(value, goal_value(r, m, line), r->goal[line].peer == C_COUNT ? " of copy" : "x");
+    fmt_number(value, goal_value(r, m, line), r->goal[line].peer == C_COUNT ? " of bandwidth" : "x");
     reason_floor(floor_text, sizeof floor_text, r, m, line);
     reason_peer(peer, sizeof peer, r, m, line);
     reason_kernels(kernels, sizeof kernels, r, line);
@@ -256,7 +275,7 @@ static void print_goals(FILE *f, const RowResult *rows, size_t n, const Machine 
   fprintf(f, "%s Met on %d of %d lines%s.\n\n", goal_note, met, lines, unknown ? " (some unknown: a peer absent)" : "");
   if (met + unknown == lines) return;
   fprintf(f, "Why each missed goal is missed, measured in the same run: the best time against its floor "
-             "(flops at peak, or bytes at the copy bandwidth of as many threads) and the goal's peer rated the "
+             "(flops at peak, or bytes at the bandwidth their traffic allows on as many threads) and the goal's peer rated the "
              "same way; the kernels' own time (UJ_DEBUG \"ran in\", one realize after the rounds) against the "
              "realize; the hottest kernel's assembly (uj_emit of its UOps) and the instructions of its hot loop "
              "(the innermost loop with the most floating-point arithmetic).\n\n");
@@ -273,8 +292,8 @@ static void print_exceptions(FILE *f, const RowResult *rows, size_t n) {
     if (r->error[0]) fprintf(f, "**%s: uopjit failed**: %s\n\n", r->name, r->error);
     for (int l = 0; l < NLINES; l++)
       if (r->uj[l].one_run)
-        fprintf(f, "%s, %d thread%s: one uopjit run took %.1f s, so it ran once and that time includes the "
-                   "compile.\n\n", r->name, l + 1, l ? "s" : "", r->uj[l].first_ms / 1e3);
+        fprintf(f, "%s, %d thread%s: one uopjit run took %.1f s, so it ran once (its kernels loaded from the disk "
+                   "cache, not compiled).\n\n", r->name, l + 1, l ? "s" : "", r->best_ms[uj_of(l)] / 1e3);
   }
 }
 
@@ -289,12 +308,18 @@ static void print_machine(FILE *f, const Machine *m) {
                             m->fma_units == 1 ? "" : "s", m->fma_per_cycle, m->lanes == 16 ? "zmm" : "ymm");
   else snprintf(units, sizeof units, "%d FMA units a core (assumed)", m->fma_units);
   fprintf(f, "Peak on t threads: t cores (at most %d) x %.2f GHz (%s) x %s x %d float32 lanes (%s) x 2 flops = "
-             "%.1f GFLOP/s on 1 thread, %.1f on 2. Copy bandwidth, measured here: %.1f GB/s on 1 thread, %.1f on 2 "
-             "(best of 9 memcpys of 256 MiB split over the threads, bytes read + written). GB/s counts each input "
-             "read once and the output written once; GB/s lines give their share of the copy bandwidth as \"%% of "
-             "peak\".\n\n",
-          m->cores, m->ghz, m->clock_source, units, m->lanes, m->simd, m->peak_gflops[0], m->peak_gflops[1],
-          m->copy_gbs[0], m->copy_gbs[1]);
+             "%.1f GFLOP/s on 1 thread, %.1f on 2.\n\n",
+          m->cores, m->ghz, m->clock_source, units, m->lanes, m->simd, m->peak_gflops[0], m->peak_gflops[1]);
+  fprintf(f, "Memory bandwidth, measured here on a 256 MiB buffer in huge pages split over the threads, the best of 20 "
+             "runs at the start and 20 at the end (as many tries as a line's timed runs at most): a read-only "
+             "stream %.1f GB/s on 1 thread, %.1f on 2; a copy with non-temporal stores %.1f and %.1f (bytes read + "
+             "written); memcpy %.1f and %.1f (its stores read each line first). GB/s counts each input read once and "
+             "the output written once. A line reading R bytes and writing W is rated against (R + W) / (R / read + "
+             "W / write), where write is the rate the non-temporal copy leaves for its writes once its reads are "
+             "paid: the read stream for sum (W about 0), the copy for softmax and layernorm (R = W), between them "
+             "for relu(x*y+z) (R = 3W); its share is the \"%% of peak\" of GB/s lines, at most 100 %% unless a "
+             "kernel outruns the probes.\n\n",
+          m->read_gbs[0], m->read_gbs[1], m->copy_nt_gbs[0], m->copy_nt_gbs[1], m->copy_gbs[0], m->copy_gbs[1]);
 }
 
 void table_print(FILE *f, const RowResult *rows, size_t n, const Machine *m) {
