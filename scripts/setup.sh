@@ -8,7 +8,8 @@
 #    scripts/test.sh's fuzz suite builds with, and z3 (libz3-dev), with
 #    which the symbolic tests prove the simplifier (test/prove.c),
 #    pkg-config and groff-base (the install test), graphviz (the DOT
-#    pictures' test), and,
+#    pictures' test), libedit-dev and tmux (the prompt's line editing and
+#    its test), and,
 #    where apt has it, ROCm's HSA runtime and headers (libhsa-runtime-dev:
 #    test_amd checks the AMD backend's ABI against them and sees the real
 #    runtime refuse to start without a GPU; optional). Each
@@ -30,8 +31,10 @@ BUILD_PACKAGES=(cmake build-essential)
 LLVM_PACKAGES=(llvm-19-dev lld-19 clang-19 libclang-rt-19-dev libz3-dev)
 # What the tests run besides the build: pkg-config and groff (the install
 # test builds programs through uopjit.pc and renders the man page),
-# Graphviz (the DOT pictures are rendered with dot -Tsvg).
-TEST_PACKAGES=(pkg-config groff-base graphviz)
+# Graphviz (the DOT pictures are rendered with dot -Tsvg), libedit (the
+# prompt's line editing; the tool builds without it) and tmux (the prompt
+# is tested in a terminal).
+TEST_PACKAGES=(pkg-config groff-base graphviz libedit-dev tmux)
 OPTIONAL_PACKAGES=(libhsa-runtime-dev)
 JOBS=${UJ_JOBS:-2}
 

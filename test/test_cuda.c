@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fake_driver.h"
+#include "cuda/cuda_device.h"
 #include "runtime/device.h"
 #include "tensor/tensor_impl.h"
 
@@ -141,6 +142,38 @@ static void test_refused_ptx(void) {
   unsetenv("FAKE_CUDA");
 }
 
+/* The disk cache on a GPU: a second session (a second process, as far as
+ * compiling goes) loads each kernel's PTX from the cache the first filled,
+ * and the module it loads works as the compiled one did. */
+static void test_disk_cache(void) {
+  char dir[] = "/tmp/uj_test_cuda_XXXXXX";
+  if (!mkdtemp(dir)) {
+    CHECK(false, "mkdtemp");
+    return;
+  }
+  setenv("UJ_CACHE_DIR", dir, 1), setenv("UJ_CACHE", "1", 1);
+  for (int round = 0; round < 2; round++) {
+    const char *why = NULL;
+    uj_session *s = uj_session_new("CUDA", &why);
+    CHECK(s != NULL, "open: %s", why ? why : "?");
+    if (!s) break;
+    long launches = stats->launches;
+    uj_tensor *x = uj_tensor_ones(s, UJ_FLOAT32, (int64_t[]){8, 8}, 2);
+    uj_tensor *y = uj_tensor_reduce(UJ_RED_SUM, uj_tensor_unary(UJ_UN_EXP, x), (int[]){1}, 1, false);
+    CHECK(y && uj_tensor_realize(&y, 1) == UJ_OK, "round %d: %s", round, uj_session_error(s));
+    CHECK(stats->launches > launches && stats->bad_launches == 0, "round %d: launches: %s", round, stats->last_error);
+    size_t n = s->device->ncache, loaded = 0;
+    for (size_t i = 0; i < n; i++) loaded += s->device->cache[i].program && ((CudaProgram *)s->device->cache[i].program)->loaded;
+    CHECK(n > 0 && loaded == (round ? n : 0), "round %d: %zu of %zu kernels from the disk cache", round, loaded, n);
+    uj_tensor_free(y), uj_tensor_free(x);
+    uj_session_free(s);
+  }
+  unsetenv("UJ_CACHE"), unsetenv("UJ_CACHE_DIR");
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0, "%s", cmd);
+}
+
 static void test_fake(void) {
   setenv("UJ_CUDA_LIBRARY", UJ_FAKE_CUDA, 1);
   void *lib = NULL;
@@ -167,6 +200,7 @@ static void test_fake(void) {
   uj_session_free(s);
   unsetenv("UJ_DEBUG");
   test_refused_ptx();
+  test_disk_cache();
   CHECK(stats->live_allocs == 0 && stats->live_host == 0 && stats->live_modules == 0 && stats->events_live == 0 &&
             stats->contexts == 0,
         "left behind: %ld allocations, %ld pinned, %ld modules, %ld events, %ld contexts", stats->live_allocs,

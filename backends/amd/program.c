@@ -18,6 +18,7 @@
 #include "amd/amd_device.h"
 #include "llvm/codeobj.h"
 #include "llvm/pipeline.h"
+#include "runtime/disk_cache.h"
 #include "uop/alu.h"
 
 /* The linked code object of kernel, malloc'd; NULL with the error set. */
@@ -34,6 +35,18 @@ static char *kernel_code_object(Device *d, AmdDevice *a, const UOp *kernel, AmdP
   else p->sig = (KernelSig){0}; /* pipeline_compile freed it */
   LLVMContextDispose(lc);
   return code;
+}
+
+typedef struct CodeJob {
+  Device *d;
+  AmdDevice *a;
+  const UOp *kernel;
+  AmdProgram *p;
+} CodeJob;
+
+static char *make_code_object(void *arg, size_t *len) {
+  CodeJob *j = arg;
+  return kernel_code_object(j->d, j->a, j->kernel, j->p, len);
 }
 
 static bool load_executable(Device *d, AmdDevice *a, AmdProgram *p, const char *code, size_t len) {
@@ -66,7 +79,11 @@ void *amd_compile(Device *d, const UOp *kernel, const char *name) {
   if (!p) return ctx_set_error(d->ctx, "%s: out of memory", d->name), NULL;
   snprintf(p->name, sizeof p->name, "%s", name);
   size_t len = 0;
-  char *code = kernel_code_object(d, a, kernel, p, &len);
+  char what[80];
+  snprintf(what, sizeof what, "code object %s", p->name);
+  bool loaded = false;
+  char *code = disk_cache_code(d->ctx, kernel, &a->target, what, &p->sig, make_code_object, &(CodeJob){d, a, kernel, p}, &len,
+                               &loaded);
   bool ok = code && load_executable(d, a, p, code, len);
   free(code);
   size_t explicit = ok ? amd_kernargs(&p->sig, NULL, NULL) : 0;
@@ -79,7 +96,9 @@ void *amd_compile(Device *d, const UOp *kernel, const char *name) {
     amd_program_free(d, p);
     return NULL;
   }
-  if (pipeline_debug_level() >= 1) fprintf(stderr, "UJ_DEBUG: %s: compiled in %.3f ms\n", p->name, pipeline_now_ms() - t0);
+  if (pipeline_debug_level() >= 1)
+    fprintf(stderr, "UJ_DEBUG: %s: %s in %.3f ms\n", p->name, loaded ? "loaded from the disk cache" : "compiled",
+            pipeline_now_ms() - t0);
   return p;
 }
 

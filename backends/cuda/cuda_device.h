@@ -45,6 +45,7 @@ typedef struct CudaProgram {
   CUfunction fn;
   KernelSig sig;
   char name[48];
+  bool loaded; /* its PTX came from the disk cache */
 } CudaProgram;
 
 /* False with the context's error "CUDA: what: <the driver's error>"

@@ -17,6 +17,7 @@
 
 #include "cuda/cuda_device.h"
 #include "llvm/pipeline.h"
+#include "runtime/disk_cache.h"
 
 enum { JIT_LOG_BYTES = 8192 };
 
@@ -31,6 +32,21 @@ static char *kernel_ptx(Device *d, CudaDevice *c, const UOp *kernel, CudaProgram
   if (mod) LLVMDisposeModule(mod);
   else p->sig = (KernelSig){0}; /* pipeline_compile freed it */
   LLVMContextDispose(lc);
+  return ptx;
+}
+
+typedef struct PtxJob {
+  Device *d;
+  CudaDevice *c;
+  const UOp *kernel;
+  CudaProgram *p;
+} PtxJob;
+
+/* disk_cache_code's maker: the PTX with its NUL (what the driver reads). */
+static char *make_ptx(void *arg, size_t *len) {
+  PtxJob *j = arg;
+  char *ptx = kernel_ptx(j->d, j->c, j->kernel, j->p);
+  if (ptx) *len = strlen(ptx) + 1;
   return ptx;
 }
 
@@ -59,17 +75,21 @@ void *cuda_compile(Device *d, const UOp *kernel, const char *name) {
   CudaProgram *p = calloc(1, sizeof *p);
   if (!p) return ctx_set_error(d->ctx, "%s: out of memory", d->name), NULL;
   snprintf(p->name, sizeof p->name, "%s", name);
-  char *ptx = kernel_ptx(d, c, kernel, p);
+  char what[80];
+  snprintf(what, sizeof what, "ptx %s", p->name);
+  size_t n = 0;
+  char *ptx = disk_cache_code(d->ctx, kernel, &c->target, what, &p->sig, make_ptx, &(PtxJob){d, c, kernel, p}, &n, &p->loaded);
   double t1 = pipeline_now_ms();
-  bool ok = ptx && load_module(d, c, p, ptx);
+  bool ok = ptx && n > 0 && ptx[n - 1] == '\0' && load_module(d, c, p, ptx);
+  if (ptx && !ok && !(n > 0 && ptx[n - 1] == '\0')) ctx_set_error(d->ctx, "%s: kernel %s: its PTX is not text", d->name, p->name);
   free(ptx);
   if (!ok) {
     cuda_program_free(d, p);
     return NULL;
   }
   if (pipeline_debug_level() >= 1)
-    fprintf(stderr, "UJ_DEBUG: %s: compiled in %.3f ms (PTX %.3f ms, the driver's load %.3f ms)\n", p->name,
-            pipeline_now_ms() - t0, t1 - t0, pipeline_now_ms() - t1);
+    fprintf(stderr, "UJ_DEBUG: %s: %s in %.3f ms (PTX %.3f ms, the driver's load %.3f ms)\n", p->name,
+            p->loaded ? "loaded from the disk cache" : "compiled", pipeline_now_ms() - t0, t1 - t0, pipeline_now_ms() - t1);
   return p;
 }
 

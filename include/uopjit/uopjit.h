@@ -108,6 +108,15 @@ typedef struct uj_arg {
  * is the calling thread's and stays until its next call. */
 const char *uj_version(void);
 
+/* ---- long work ---- */
+/* Asks work in progress to stop (true), or withdraws the request (false).
+ * A realize stops before its next kernel and a BEAM search before its
+ * next candidate, failing with "interrupted"; the session stays usable
+ * (what ran is kept, nothing is half-written). Process-wide and
+ * async-signal-safe: a SIGINT handler may call it; a prompt withdraws
+ * the request before each entry. One running kernel is not cut short. */
+void uj_interrupt(bool on);
+
 /* ---- context ---- */
 uj_ctx *uj_ctx_new(void);
 void uj_ctx_free(uj_ctx *ctx);

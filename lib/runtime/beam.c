@@ -30,6 +30,7 @@
 #include "llvm/pipeline.h"
 #include "runtime/beam.h"
 #include "runtime/disk_cache.h"
+#include "runtime/progress.h"
 #include "uop/alu.h"
 #include "uop/hash.h"
 #include "uop/text.h"
@@ -312,6 +313,7 @@ typedef struct Search {
   size_t n, cap;
   unsigned compiled, max_compiles;
   unsigned register_elems; /* W: elements of the stored value in a register */
+  Progress progress;
 } Search;
 
 enum { FIELD_COLUMNS, FIELD_ROWS, FIELD_TILE, FIELD_PARALLEL, FIELD_STAGE, FIELD_LANES, FIELD_REORDER, FIELD_STREAM, FIELD_UNROLL, FIELD_COUNT };
@@ -375,8 +377,10 @@ static void config_text(const OptConfig *c, char *out, size_t size) {
 
 /* Shapes the kernel with c; a new shape is compiled and timed. */
 static void try_config(Search *s, const OptConfig *c) {
+  if (interrupt_requested()) return; /* uj_interrupt: no more candidates */
   const UOp *shaped = opt_apply(s->ctx, s->kernel, s->target, c);
   if (!shaped || s->compiled >= s->max_compiles) return;
+  progress_show(&s->progress, "BEAM %s: candidate %u of at most %u", s->name, s->compiled + 1, s->max_compiles);
   for (size_t i = 0; i < s->n; i++)
     if (s->cands[i].shaped == shaped) return;
   if (s->n == s->cap) {
@@ -437,7 +441,7 @@ static int by_time(const void *a, const void *b) {
 /* Rounds until one finds nothing faster or the compiles run out; the
  * candidates are then sorted, the fastest first. */
 static void search_rounds(Search *s) {
-  for (;;) {
+  while (!interrupt_requested()) {
     double before = best_seconds(s);
     qsort(s->cands, s->n, sizeof *s->cands, by_time);
     size_t kept = s->n < s->beam->width ? s->n : s->beam->width;
@@ -479,13 +483,13 @@ static void search_finish(Search *s, uint64_t key, const char *loops, OptConfig 
   scratch_free(&s->scratch);
   for (size_t i = 0; i < s->n; i++)
     if (s->cands[i].program) b->device->ops->program_free(b->device, s->cands[i].program);
-  if (w->seconds >= h->seconds * BEAM_MARGIN) w = h;
+  if (w->seconds >= h->seconds * BEAM_MARGIN || interrupt_requested()) w = h; /* stopped early: the heuristics, not kept */
   *config = w->config;
   char text[128];
   config_text(config, text, sizeof text);
-  beam_note("%s (%s): %s, %.3f ms (heuristics %.3f ms), %u compiled", s->name, loops, text, w->seconds * 1e3,
-            h->seconds * 1e3, s->compiled);
-  if (cache_add(b, key, config)) cache_append(b, key, config, w->seconds, h->seconds);
+  beam_note("%s (%s): %s, %.3f ms (heuristics %.3f ms), %u compiled%s", s->name, loops, text, w->seconds * 1e3,
+            h->seconds * 1e3, s->compiled, interrupt_requested() ? ", interrupted" : "");
+  if (!interrupt_requested() && cache_add(b, key, config)) cache_append(b, key, config, w->seconds, h->seconds);
 }
 
 /* Times the candidates for kernel; false when it cannot be measured. */
@@ -501,6 +505,8 @@ static bool beam_search(Beam *b, Ctx *ctx, const UOp *kernel, const OptTarget *t
   }
   s.register_elems = register_elems(&p, t->desc->vector_bytes);
   b->stats.searched++;
+  progress_begin(&s.progress);
+  disk_cache_skip(true); /* candidates are compiled to be timed, not kept */
   try_config(&s, &(OptConfig){0});
   bool ok = s.n == 1 && s.cands[0].seconds < INFINITY;
   if (ok) {
@@ -511,6 +517,8 @@ static bool beam_search(Beam *b, Ctx *ctx, const UOp *kernel, const OptTarget *t
     scratch_free(&s.scratch);
     if (s.n && s.cands[0].program) b->device->ops->program_free(b->device, s.cands[0].program);
   }
+  disk_cache_skip(false);
+  progress_end(&s.progress);
   free(s.cands);
   return ok;
 }

@@ -58,7 +58,12 @@ void cache_make_parents(const char *path) {
   }
 }
 
+static _Thread_local bool skipping;
+
+void disk_cache_skip(bool on) { skipping = on; }
+
 bool disk_cache_on(void) {
+  if (skipping) return false;
   const char *v = getenv("UJ_CACHE");
   if (v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no") || !strcmp(v, "false"))) return false;
   char path[PATH_MAX_LEN];
@@ -236,6 +241,25 @@ void disk_cache_put(const char *key, size_t keylen, const void *data, size_t n) 
     return;
   }
   if (atomic_fetch_add(&puts, 1) % SCAN_EVERY == 0) disk_cache_trim();
+}
+
+char *disk_cache_code(Ctx *ctx, const UOp *kernel, const Target *t, const char *what, KernelSig *sig, CodeMaker make,
+                      void *arg, size_t *len, bool *loaded) {
+  size_t keylen = 0;
+  bool on = disk_cache_on();
+  char *key = on ? pipeline_cache_key(ctx, kernel, t, what, &keylen) : NULL;
+  void *code = NULL;
+  *loaded = false;
+  if (key && disk_cache_get(key, keylen, &code, len)) {
+    *loaded = kernel_sig_build(ctx, kernel, sig);
+    if (*loaded) return free(key), code;
+    free(code), code = NULL;
+  }
+  if (on && !key) ctx_clear_error(ctx); /* no key (no memory): compiled, not kept */
+  code = make(arg, len);
+  if (code && key) disk_cache_put(key, keylen, code, *len);
+  free(key);
+  return code;
 }
 
 void disk_cache_trim(void) {

@@ -19,6 +19,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "llvm/signature.h"
+#include "llvm/target.h"
+
 /* The folder of uopjit's caches joined with name: $UJ_CACHE_DIR/name,
  * else $XDG_CACHE_HOME/uopjit/name, else $HOME/.cache/uopjit/name; ""
  * when none is known or it does not fit. */
@@ -26,8 +29,12 @@ void cache_path(char *out, size_t size, const char *name);
 /* mkdir -p of the folders above path (errors show when it is opened). */
 void cache_make_parents(const char *path);
 
-/* UJ_CACHE is not 0/off/no/false and a folder is known. */
+/* UJ_CACHE is not 0/off/no/false, a folder is known, and this thread
+ * does not skip the cache. */
 bool disk_cache_on(void);
+/* While on, this thread's compiles neither read nor write the disk cache
+ * (BEAM's candidates: compiled to be timed, then dropped). */
+void disk_cache_skip(bool on);
 /* The entry of key[0..keylen): true with its bytes malloc'd in *data,
  * *n; false on a miss. */
 bool disk_cache_get(const char *key, size_t keylen, void **data, size_t *n);
@@ -38,5 +45,14 @@ void disk_cache_put(const char *key, size_t keylen, const void *data, size_t n);
  * removed until it holds 3/4 of that; temporary files that processes left
  * more than 10 minutes ago removed too. */
 void disk_cache_trim(void);
+
+/* A GPU backend's code for kernel on t: `what` names it and the function
+ * inside ("ptx E_64_16", "code object E_64_16"), and is part of the key.
+ * From the disk cache when an entry has it (*sig then built from the
+ * kernel, *loaded set), else make(arg, len) compiles it, filling *sig, and
+ * the bytes are stored. malloc'd, *len bytes; NULL with the error set. */
+typedef char *(*CodeMaker)(void *arg, size_t *len);
+char *disk_cache_code(Ctx *ctx, const UOp *kernel, const Target *t, const char *what, KernelSig *sig, CodeMaker make,
+                      void *arg, size_t *len, bool *loaded);
 
 #endif

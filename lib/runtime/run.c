@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/progress.h"
 #include "runtime/run.h"
 #include "uop/alu.h"
 
@@ -86,10 +87,30 @@ static bool run_item(Device *d, const Schedule *s, BufferTable *t, RtBuffer **sl
   return ok;
 }
 
+/* Whether s may stop halfway: only when every kernel writes memory the
+ * run makes; one that writes a tensor's existing buffer (an assignment,
+ * an optimizer step) runs to its end, so no tensor is left half-updated. */
+static bool interruptible(const Schedule *s, const BufferTable *t) {
+  for (size_t j = 0; j < s->nitems; j++)
+    if (buffer_table_get(t, s->items[j].output->ints[0])) return false;
+  return true;
+}
+
 bool runtime_run(Device *d, const Schedule *s, BufferTable *t) {
   RtBuffer **slabs = calloc(s->nslabs ? s->nslabs : 1, sizeof *slabs);
-  bool ok = slabs != NULL;
-  for (size_t j = 0; ok && j < s->nitems; j++) ok = run_item(d, s, t, slabs, j);
+  bool ok = slabs != NULL, stoppable = interruptible(s, t);
+  Progress progress;
+  progress_begin(&progress);
+  for (size_t j = 0; ok && j < s->nitems; j++) {
+    if (stoppable && interrupt_requested()) {
+      ctx_set_error(d->ctx, "interrupted");
+      ok = false;
+      break;
+    }
+    progress_show(&progress, "kernel %zu of %zu (%s)", j + 1, s->nitems, s->items[j].name);
+    ok = run_item(d, s, t, slabs, j);
+  }
+  progress_end(&progress);
   bool synced = d->ops->synchronize(d, NULL); /* before the host frees a temp's memory or reads a result; */
   ok = ok && synced;                          /* after a failure too: nothing issued runs later */
   for (size_t j = 0; j < s->nitems; j++) /* temps die with the run */

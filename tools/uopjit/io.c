@@ -100,12 +100,42 @@ static int prompt_line(PromptInput *p, size_t *len) {
   return 0;
 }
 
+/* The next line at a terminal, edited (lineedit.c), as prompt_line gives
+ * it ('\n' kept); 2: Ctrl-C. */
+static int prompt_edited(PromptInput *p, const char *prompt, size_t *len) {
+  char *got = NULL;
+  int r = lineedit_read(prompt, &got);
+  if (r != 1) return r == 2 ? 2 : -1;
+  size_t n = strlen(got);
+  if (n > IO_MAX_INPUT) return free(got), report("<stdin>: a line longer than %zu MiB, the most it may be", IO_MAX_INPUT >> 20), -2;
+  if (n + 2 > p->line_cap) {
+    char *grown = realloc(p->line, n + 2);
+    if (!grown) return free(got), report("<stdin>: out of memory"), -2;
+    p->line = grown, p->line_cap = n + 2;
+  }
+  memcpy(p->line, got, n), p->line[n] = '\n', p->line[n + 1] = '\0';
+  free(got);
+  *len = n + 1;
+  return 0;
+}
+
 int prompt_read(PromptInput *p, bool (*whole)(const char *entry)) {
   size_t n;
+  bool edited = lineedit_start(p->history ? p->history : "history", p->complete, p->user);
   for (p->len = 0;;) {
-    fputs(p->len ? "... " : "uj> ", stdout);
-    fflush(stdout);
-    int got = prompt_line(p, &n);
+    const char *prompt = p->len ? "... " : "uj> ";
+    int got;
+    if (edited) {
+      got = prompt_edited(p, prompt, &n);
+      if (got == 2) { /* Ctrl-C: the entry so far is dropped */
+        p->len = 0;
+        continue;
+      }
+    } else {
+      fputs(prompt, stdout);
+      fflush(stdout);
+      got = prompt_line(p, &n);
+    }
     if (got < 0) return got == -1 ? 0 : -1;
     if (p->len + n > IO_MAX_INPUT) return report("<stdin>: an entry longer than %zu MiB, the most it may be", IO_MAX_INPUT >> 20), -1;
     char *grown = realloc(p->entry, p->len + n + 1);
@@ -113,11 +143,12 @@ int prompt_read(PromptInput *p, bool (*whole)(const char *entry)) {
     memcpy(grown + p->len, p->line, n + 1);
     p->entry = grown, p->len += n;
     if (!io_check_text(p->entry, p->len, "<stdin>")) p->len = 0; /* dropped; the next entry */
-    else if (whole(p->entry)) return 1;
+    else if (whole(p->entry)) return uj_interrupt(false), 1;
   }
 }
 
 void prompt_free(PromptInput *p) {
+  lineedit_stop();
   free(p->line);
   free(p->entry);
   *p = (PromptInput){0};

@@ -270,6 +270,15 @@ const char *dtype_name(uj_scalar s, char *buf, size_t size);
 
 /* Calls function `name` (node n holds the arguments). */
 bool func_call(Lang *L, const Node *n, Value *out);
+/* Receives names, one call each (completion at the prompt). */
+typedef void (*NameSink)(void *acc, const char *name);
+/* The functions' names, the training ones included. */
+void func_names(NameSink add, void *acc);
+/* The methods' names: tensor methods, elementwise ops, training and
+ * optimizer methods. */
+void method_names(NameSink add, void *acc);
+/* The training functions' (methods false) or methods' names. */
+void train_names(bool methods, NameSink add, void *acc);
 
 /* ---- lang_method.c ---- */
 

@@ -346,6 +346,11 @@ static const Callable functions[] = {
     {"print", f_print, {NULL}, 0, true, 0},
 };
 
+void func_names(NameSink add, void *acc) {
+  for (size_t k = 0; k < sizeof functions / sizeof *functions; k++) add(acc, functions[k].name);
+  train_names(false, add, acc);
+}
+
 bool func_call(Lang *L, const Node *n, Value *out) {
   const Callable *f = NULL;
   Callable m;

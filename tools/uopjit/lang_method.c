@@ -173,6 +173,13 @@ static const Callable methods[] = {
     {"numel", m_numel, {NULL}, 0, false, 0},
 };
 
+void method_names(NameSink add, void *acc) {
+  for (size_t k = 0; k < sizeof methods / sizeof *methods; k++) add(acc, methods[k].name);
+  train_names(true, add, acc);
+  for (int op = 0; op < UJ_UN_COUNT; op++) add(acc, uj_unop_name((uj_unop)op));
+  for (int op = 0; op < UJ_BIN_COUNT; op++) add(acc, uj_binop_name((uj_binop)op));
+}
+
 bool method_find(const char *name, Callable *out) {
   for (size_t k = 0; k < sizeof methods / sizeof *methods; k++)
     if (!strcmp(methods[k].name, name)) return *out = methods[k], true;

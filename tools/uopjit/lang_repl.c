@@ -57,10 +57,31 @@ int lang_main(const Options *o) {
 /* Whether a prompt entry is whole: no bracket left open, no final '\'. */
 static bool lang_entry_whole(const char *entry) { return !lex_incomplete(entry); }
 
+/* Tab at the prompt: commands after a leading ':', methods and attributes
+ * after '.', else the variables, the functions and the constants; :dot's
+ * views after `:dot `. */
+static void lang_complete(void *user, const char *line, size_t start, void (*add)(void *acc, const char *word), void *acc) {
+  static const char *const commands[] = {"kernels", "uops", "ir", "ptx", "amdgcn", "asm", "list", "dot", "time", "help", "quit"};
+  static const char *const attrs[] = {"T", "shape", "dtype", "ndim", "grad", "lr", "grad_norm"};
+  static const char *const names[] = {"True", "False", "None", "graph", "schedule", "kernel"};
+  const Lang *L = user;
+  size_t lead = strspn(line, " \t");
+  if (start > 0 && line[start - 1] == ':' && start - 1 == lead) {
+    for (size_t k = 0; k < sizeof commands / sizeof *commands; k++) add(acc, commands[k]);
+  } else if (start > 0 && line[start - 1] == '.') {
+    method_names(add, acc);
+    for (size_t k = 0; k < sizeof attrs / sizeof *attrs; k++) add(acc, attrs[k]);
+  } else {
+    for (size_t i = 0; i < L->nvars; i++) add(acc, L->vars[i].name);
+    func_names(add, acc);
+    for (size_t k = 0; k < (strncmp(line + lead, ":dot ", 5) ? 3 : 6); k++) add(acc, names[k]);
+  }
+}
+
 int lang_repl_main(const Options *o) {
   Lang L;
   if (!lang_init(&L, stdout, o->device)) return 1;
-  PromptInput in = {0};
+  PromptInput in = {.history = "history", .complete = lang_complete, .user = &L};
   int got = 0;
   printf("%s\nthe tensor language; type :help for help, :quit to leave\n", uj_version());
   while (!L.quit && !L.lost && (got = prompt_read(&in, lang_entry_whole)) == 1) lang_run(&L, in.entry, "<stdin>");

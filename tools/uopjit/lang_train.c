@@ -177,3 +177,12 @@ bool train_optim_attr(Call *c, const OptimRef *r, const char *name, Value *out) 
   if (!strcmp(name, "grad_norm")) return *out = (Value){.kind = V_FLOAT, .f = uj_optim_grad_norm(r->o)}, true;
   return call_error(c, "an optimizer has no attribute '%s' (lr, grad_norm)", name);
 }
+
+void train_names(bool methods, NameSink add, void *acc) {
+  if (methods) {
+    for (size_t k = 0; k < sizeof tensor_methods / sizeof *tensor_methods; k++) add(acc, tensor_methods[k].name);
+    for (size_t k = 0; k < sizeof optimizer_methods / sizeof *optimizer_methods; k++) add(acc, optimizer_methods[k].name);
+  } else {
+    for (size_t k = 0; k < sizeof train_functions / sizeof *train_functions; k++) add(acc, train_functions[k].name);
+  }
+}

@@ -145,9 +145,26 @@ static bool repl_entry(Repl *r, const char *entry) {
   return true;
 }
 
+/* Tab at the IR prompt: commands after a leading ':', ops after '(',
+ * dtypes after an op's ':'. */
+static void repl_complete(void *user, const char *line, size_t start, void (*add)(void *acc, const char *word), void *acc) {
+  static const char *const commands[] = {"ir", "ir-opt", "asm", "ptx", "amdgcn", "list", "uops", "dot", "help", "quit"};
+  static const char *const dtypes[] = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                       "float16", "bfloat16", "float32", "float64", "void"};
+  size_t lead = strspn(line, " \t");
+  char before = start > 0 ? line[start - 1] : 0;
+  if (before == ':' && start - 1 == lead) {
+    for (size_t k = 0; k < sizeof commands / sizeof *commands; k++) add(acc, commands[k]);
+  } else if (before == ':') {
+    for (size_t k = 0; k < sizeof dtypes / sizeof *dtypes; k++) add(acc, dtypes[k]);
+  } else if (before == '(') {
+    for (int op = 0; op < UJ_OP_COUNT; op++) add(acc, uj_op_name((uj_op)op));
+  }
+}
+
 int repl_main(const Options *o) {
   Repl r = {o, NULL};
-  PromptInput in = {0};
+  PromptInput in = {.history = "history-ir", .complete = repl_complete};
   bool going = true, lost = false;
   int got = 0;
   printf("%s\ntype :help for help, :quit to leave\n", uj_version());

@@ -85,18 +85,40 @@ const char *io_read_error(char *buf, size_t size);
 /* False, and "WHERE:LINE:COL: unexpected byte 0x00" reported, when text
  * (len bytes) holds a NUL. */
 bool io_check_text(const char *text, size_t len, const char *where);
-/* The prompt's input: stdin's lines gathered into entries. */
+/* Offers the words that may complete the one being typed at line[start..]
+ * (a prompt's Tab): each passed to add; lineedit keeps those that start
+ * with what is typed. */
+typedef void (*Completer)(void *user, const char *line, size_t start, void (*add)(void *acc, const char *word), void *acc);
+/* The prompt's input: stdin's lines gathered into entries; on a terminal,
+ * edited lines (lineedit.c) with the history file `history` and Tab
+ * completion from `complete`. */
 typedef struct PromptInput {
   char *line, *entry; /* entry: p->len bytes, NUL-terminated */
   size_t line_cap, len;
+  const char *history; /* the history file's name ("history"); set before the first read */
+  Completer complete;
+  void *user;
 } PromptInput;
 /* Reads the next entry: lines, after "uj> " and then "... " on stdout,
  * until whole(entry) says it is complete. 1: an entry; 0: the end of
  * input (p->len > 0: an entry it cut); -1: a line or entry past
  * IO_MAX_INPUT, or no memory (reported). An entry holding a NUL byte is
- * reported and dropped. */
+ * reported and dropped; so is one Ctrl-C cut at a terminal. Withdraws any
+ * uj_interrupt request before it returns an entry. */
 int prompt_read(PromptInput *p, bool (*whole)(const char *entry));
 void prompt_free(PromptInput *p);
+
+/* ---- lineedit.c ---- */
+
+/* Line editing on a terminal (stdin and stdout); false when not one, or
+ * built without libedit. Also takes SIGINT: uj_interrupt. */
+bool lineedit_start(const char *history, Completer complete, void *user);
+bool lineedit_active(void);
+/* The next line after prompt: 1 a line (malloc'd in *line, no '\n'), 0 the
+ * end of input, 2 Ctrl-C (nothing in *line). */
+int lineedit_read(const char *prompt, char **line);
+/* Writes the history file; SIGINT back to its default. */
+void lineedit_stop(void);
 /* Flushes f; false, and "cannot write 'NAME': why" reported, when that or
  * an earlier write to it failed. */
 bool io_flush(FILE *f, const char *name);
