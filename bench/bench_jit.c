@@ -306,11 +306,7 @@ static void cache_folder_make(char *dir, size_t size) {
   unsetenv("UJ_CACHE");
 }
 
-static void cache_folder_remove(const char *dir) {
-  char cmd[PATH_MAX_LEN + 16];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "bench_jit: could not remove %s\n", dir);
-}
+static void cache_folder_remove(const char *dir) { bench_remove_tree(dir); }
 
 /* ---- 4: clang in a subprocess ---- */
 

@@ -34,8 +34,7 @@
  * Usage: bench_peers [--python PATH] [--script PATH] [--only NAME]...
  *        [--budget-s SECONDS]   (defaults /usr/bin/python3, bench/peers.py,
  *        every benchmark, 12 s of rounds a benchmark) */
-#define _XOPEN_SOURCE 700 /* nftw */
-#include <ftw.h>
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -570,18 +569,13 @@ static bool session_warm(uj_session *s) {
   return ok;
 }
 
-/* Removes a folder and everything in it. */
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  return remove(path);
-}
-
 /* A new, empty disk cache folder in B->dir as UJ_CACHE_DIR (the last one
  * removed): the next compile of any kernel is cold. */
 static void cache_folder_next(Bench *B) {
   char path[128];
   if (B->ncaches > 0) {
     snprintf(path, sizeof path, "%s/cache%d", B->dir, B->ncaches - 1);
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_remove_tree(path);
   }
   snprintf(path, sizeof path, "%s/cache%d", B->dir, B->ncaches++);
   setenv("UJ_CACHE_DIR", path, 1);
@@ -730,13 +724,13 @@ static bool selected(const Options *o, const BenchDef *def) {
  * at the start and again at the end, as a shared machine's bandwidth
  * varies over minutes (one run's 2-thread read stream: 32.6 GB/s at the
  * start, 58.6 in another minute). */
-enum { PROBE_RUNS = 20 }; /* as many as a line's timed runs at most: best of as many tries */
+enum { BANDWIDTH_RUNS = 20 }; /* as many as a line's timed runs at most: best of as many tries */
 
 static void probe_bandwidth(Machine *m) {
   for (int l = 0; l < NLINES; l++) {
-    m->read_gbs[l] = fmax(m->read_gbs[l], machine_bandwidth(PROBE_READ, PROBE_RUNS, l + 1));
-    m->copy_nt_gbs[l] = fmax(m->copy_nt_gbs[l], machine_bandwidth(PROBE_COPY_NT, PROBE_RUNS, l + 1));
-    m->copy_gbs[l] = fmax(m->copy_gbs[l], machine_bandwidth(PROBE_MEMCPY, PROBE_RUNS, l + 1));
+    m->read_gbs[l] = fmax(m->read_gbs[l], machine_bandwidth(PROBE_READ, BANDWIDTH_RUNS, l + 1));
+    m->copy_nt_gbs[l] = fmax(m->copy_nt_gbs[l], machine_bandwidth(PROBE_COPY_NT, BANDWIDTH_RUNS, l + 1));
+    m->copy_gbs[l] = fmax(m->copy_gbs[l], machine_bandwidth(PROBE_MEMCPY, BANDWIDTH_RUNS, l + 1));
   }
 }
 
@@ -763,7 +757,7 @@ static void bench_close(Bench *B) {
   peerproc_stop(&B->py);
   char path[128];
   snprintf(path, sizeof path, "%s/cache%d", B->dir, B->ncaches - 1);
-  if (B->ncaches > 0) nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (B->ncaches > 0) bench_remove_tree(path);
   if (B->dir[0]) rmdir(B->dir);
   for (int l = 0; l < NLINES; l++) uj_session_free(B->s[l]);
 }

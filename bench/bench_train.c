@@ -29,8 +29,7 @@
  * and after the last; PyTorch the same in one process of FLAT steps.
  *
  * Prints Markdown (bench/run.sh pastes it into the README). */
-#define _XOPEN_SOURCE 700 /* nftw */
-#include <ftw.h>
+#define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
 #include <stdio.h>
@@ -39,17 +38,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "uopjit/tensor.h"
 
 enum { STEPS = 10, ROUNDS = 5, FLAT_WINDOW = 10 };
 enum { BATCH = 128, IN = 784, HID = 512, OUT = 10 };                             /* mlp */
 enum { G_BATCH = 8, G_T = 64, G_VOCAB = 512, G_D = 256, G_HEADS = 4, G_LAYERS = 2 }; /* gpt */
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -239,13 +233,11 @@ typedef struct Line {
 static char cache_root[64];
 static int ncaches;
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
-
 static void cache_folder_next(void) {
   char path[128];
   if (ncaches > 0) {
     snprintf(path, sizeof path, "%s/cache%d", cache_root, ncaches - 1);
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_remove_tree(path);
   }
   snprintf(path, sizeof path, "%s/cache%d", cache_root, ncaches++);
   setenv("UJ_CACHE_DIR", path, 1);
@@ -257,9 +249,9 @@ static void cache_folder_next(void) {
 static double first_step_warm(const Line *line, float loss0) {
   Net n = {0};
   float loss = NAN;
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   bool ok = net_make(&n, line->params) && net_step(&n, &loss);
-  double ms = now_ms() - t0;
+  double ms = bench_now_ms() - t0;
   if (n.s) net_free(&n);
   if (ok && memcmp(&loss, &loss0, sizeof loss) == 0) return ms;
   fprintf(stderr, "bench_train: %s: the first step from the disk cache %s\n", line->label, ok ? "gave another loss" : "failed");
@@ -271,18 +263,18 @@ static bool speed_line(const Line *line, int threads) {
   cache_folder_next();
   Net n = {0};
   float loss0 = NAN, loss = NAN;
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   if (!net_make(&n, line->params) || !net_step(&n, &loss0)) return false;
-  double first = now_ms() - t0, ours[ROUNDS], theirs[ROUNDS];
+  double first = bench_now_ms() - t0, ours[ROUNDS], theirs[ROUNDS];
   double warm = first_step_warm(line, loss0);
-  if (warm < 0) return false;
+  if (warm < 0) return net_free(&n), false;
   char args[128];
   snprintf(args, sizeof args, "%s %d %d %s", line->kind, threads, STEPS, line->sizes);
   for (int r = 0; r < ROUNDS; r++) {
-    double a = now_ms();
+    double a = bench_now_ms();
     for (int i = 0; i < STEPS; i++)
       if (!net_step(&n, &loss)) return false;
-    ours[r] = (now_ms() - a) / STEPS;
+    ours[r] = (bench_now_ms() - a) / STEPS;
     peer(args, (const char *[]){"ms"}, &theirs[r], 1);
   }
   double u = median(ours, ROUNDS), p = median(theirs, ROUNDS);
@@ -299,9 +291,9 @@ static bool flat_line(const Line *line, int steps) {
   float loss = NAN;
   bool ok = ms && net_make(&n, line->params);
   for (int i = 0; ok && i < steps; i++) {
-    double a = now_ms();
+    double a = bench_now_ms();
     ok = net_step(&n, &loss);
-    ms[i] = now_ms() - a;
+    ms[i] = bench_now_ms() - a;
     if (i == 9) rss10 = rss_mib();
   }
   double rss = rss_mib(), theirs[2];
@@ -344,6 +336,6 @@ int main(int argc, char **argv) {
   unsetenv("UJ_CACHE");
   cache_folder_next();
   int status = run(flat);
-  nftw(cache_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  bench_remove_tree(cache_root);
   return status;
 }

@@ -39,14 +39,16 @@ int main(void) {
   for (int step = 0; step < STEPS; step++) {
     uj_optim_zero_grad(opt);
     /* loss = mean((x @ w + b - y)^2): a graph, computed by the step below */
-    uj_tensor *err = uj_tensor_binary(UJ_BIN_SUB, uj_tensor_binary(UJ_BIN_ADD, uj_tensor_matmul(x, w), b), y);
-    uj_tensor *loss = uj_tensor_reduce(UJ_RED_MEAN, uj_tensor_binary(UJ_BIN_MUL, err, err), NULL, 0, false);
+    uj_tensor *xw = uj_tensor_matmul(x, w), *pred = uj_tensor_binary(UJ_BIN_ADD, xw, b);
+    uj_tensor *err = uj_tensor_binary(UJ_BIN_SUB, pred, y), *sq = uj_tensor_binary(UJ_BIN_MUL, err, err);
+    uj_tensor *loss = uj_tensor_reduce(UJ_RED_MEAN, sq, NULL, 0, false);
     float l = 0;
     if (!loss || uj_tensor_backward(loss) != UJ_OK || uj_optim_step(opt, &loss, 1) != UJ_OK ||
         uj_tensor_to_host(loss, &l, sizeof l) != UJ_OK)
       return fail(s);
     if (step % 50 == 0) printf("step %3d  loss %.6f\n", step, l);
-    uj_tensor_free(loss);
+    uj_tensor *step_tensors[] = {xw, pred, err, sq, loss}; /* a step's graph: freed, so memory stays flat */
+    for (size_t i = 0; i < sizeof step_tensors / sizeof *step_tensors; i++) uj_tensor_free(step_tensors[i]);
   }
 
   float wf[COLS], bf;

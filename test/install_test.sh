@@ -43,8 +43,9 @@ other=$(nm -D --defined-only "$libdir/libuopjit.so" | awk '{print $3}' | grep -v
 [ "$nexp" -gt 50 ] || fail "libuopjit.so exports $nexp uj_ functions"
 other=$(nm -g --defined-only "$libdir/libuopjit.a" | awk 'NF == 3 {print $3}' | grep -v '^uj_' || true)
 [ -z "$other" ] || fail "libuopjit.a has global symbols besides uj_: $(echo "$other" | head -5 | tr '\n' ' ')"
+exports=$(nm -D --defined-only "$libdir/libuopjit.so") # whole, then searched: grep -q would cut nm's pipe (pipefail)
 for f in uj_version uj_compile uj_tensor_matmul uj_optim_step; do
-  nm -D --defined-only "$libdir/libuopjit.so" | grep -q " $f\$" || fail "libuopjit.so does not export $f"
+  grep -q " $f\$" <<<"$exports" || fail "libuopjit.so does not export $f"
 done
 
 # The tool, from the prefix alone (its RUNPATH finds the library).
@@ -108,5 +109,6 @@ check_run "find_package saxpy" "$tmp/cm/build/saxpy" "$saxpy_out"
 check_run "find_package train" "$tmp/cm/build/train" "$train_out"
 check_run "find_package train_static" "$tmp/cm/build/train_static" "$train_out"
 check_run "find_package saxpy_static" "$tmp/cm/build/saxpy_static" "$saxpy_out"
-if readelf -d "$tmp/cm/build/train_static" | grep -q 'libuopjit'; then fail "train_static needs libuopjit.so"; fi
+needed=$(readelf -d "$tmp/cm/build/train_static")
+if grep -q 'libuopjit' <<<"$needed"; then fail "train_static needs libuopjit.so"; fi
 echo "install_test: $prefix held the tool, both libraries ($nexp uj_ functions exported), uopjit.pc and the CMake package; 8 programs built and ran"

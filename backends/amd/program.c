@@ -81,11 +81,16 @@ void *amd_compile(Device *d, const UOp *kernel, const char *name) {
   size_t len = 0;
   char what[80];
   snprintf(what, sizeof what, "code object %s", p->name);
-  bool loaded = false;
-  char *code = disk_cache_code(d->ctx, kernel, &a->target, what, &p->sig, make_code_object, &(CodeJob){d, a, kernel, p}, &len,
-                               &loaded);
-  bool ok = code && load_executable(d, a, p, code, len);
-  free(code);
+  bool loaded = false, ok = false;
+  for (int fresh = 0; fresh < 2 && !ok; fresh++) { /* a code object from the disk HSA refuses: compiled again, replaced */
+    if (fresh && !loaded) break;
+    if (fresh && p->have_exec) a->api.hsa_executable_destroy(p->exec), p->have_exec = false; /* never launched */
+    if (fresh) kernel_sig_free(&p->sig), loaded = false;
+    char *code = disk_cache_code(d->ctx, kernel, &a->target, what, fresh, &p->sig, make_code_object,
+                                 &(CodeJob){d, a, kernel, p}, &len, &loaded);
+    ok = code && load_executable(d, a, p, code, len);
+    free(code);
+  }
   size_t explicit = ok ? amd_kernargs(&p->sig, NULL, NULL) : 0;
   if (explicit > p->kernarg_bytes) {
     ctx_set_error(d->ctx, "%s: kernel %s: its arguments take %zu bytes, its code object %u", d->name, p->name, explicit,

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -166,15 +167,22 @@ Pool *pool_new(unsigned nthreads) {
       pthread_cond_init(&p->done, NULL))
     return free(p->workers), free(p), NULL;
   p->pinned_off = -1;
+  /* the workers take no signals: a program's SIGINT (the prompt's Ctrl-C)
+   * goes to a thread of its own, which a read at a prompt then sees */
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &before);
   for (unsigned i = 0; i + 1 < p->nthreads; i++) {
     Worker *w = &p->workers[i];
     *w = (Worker){p, 0};
     if (pthread_create(&w->thread, NULL, worker_main, w)) {
+      pthread_sigmask(SIG_SETMASK, &before, NULL);
       pool_free(p);
       return NULL;
     }
     p->started++;
   }
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
   pin_off_caller(p);
   return p;
 }

@@ -240,7 +240,9 @@ static bool program_load(Ctx *ctx, CpuJit *j, uj_program *p, const unsigned char
  * symbol then, so the object holds the same name in every process). */
 static bool program_build(Ctx *ctx, CpuJit *j, uj_program *p, bool *loaded) {
   size_t keylen = 0;
-  char *key = disk_cache_on() ? pipeline_cache_key(ctx, p->kernel, &j->target, "object", &keylen) : NULL;
+  bool on = disk_cache_on();
+  char *key = on ? disk_cache_key(ctx, p->kernel, &j->target, "object", &keylen) : NULL;
+  if (on && !key) ctx_clear_error(ctx); /* no key (no memory): compiled, not kept */
   if (key) {
     snprintf(p->symbol, sizeof p->symbol, "uj_%016" PRIx64, fnv1a(FNV_OFFSET, key, keylen));
     if (symbol_taken(j, p->symbol)) free(key), key = NULL;

@@ -28,6 +28,7 @@ typedef enum uj_status {
   UJ_ERR_NOMEM,  /* allocation failed */
   UJ_ERR_ARG,    /* bad argument to an API call */
   UJ_ERR_COMPILE, /* a kernel the pipeline cannot compile for its target */
+  UJ_ERR_INTERRUPTED, /* work stopped at uj_interrupt's request */
 } uj_status;
 
 /* Scalar kinds. Order matters: ints are grouped, then floats. */
@@ -111,7 +112,8 @@ const char *uj_version(void);
 /* ---- long work ---- */
 /* Asks work in progress to stop (true), or withdraws the request (false).
  * A realize stops before its next kernel and a BEAM search before its
- * next candidate, failing with "interrupted"; the session stays usable
+ * next candidate, failing with UJ_ERR_INTERRUPTED and the message
+ * "interrupted"; the session stays usable
  * (what ran is kept, nothing is half-written). Process-wide and
  * async-signal-safe: a SIGINT handler may call it; a prompt withdraws
  * the request before each entry. One running kernel is not cut short. */

@@ -241,7 +241,7 @@ static const UOp *lower_kernel(Ctx *ctx, const UOp *kernel, const Target *t, Onl
 }
 
 bool pipeline_linearize(Ctx *ctx, const UOp *kernel, const PipelineRequest *req, KernelSig *sig, Linear *out) {
-  if (!kernel || kernel->id >= ctx->nnodes || ctx->nodes[kernel->id] != kernel) {
+  if (!uop_in_ctx(ctx, kernel)) {
     ctx_set_error(ctx, "compile: the kernel is not a node of this context");
     return false;
   }
@@ -278,25 +278,6 @@ LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, c
   if (mod && req->optimize && debug >= 4) debug_ir(mod, "optimized LLVM IR", req);
   if (!mod) kernel_sig_free(sig);
   return mod;
-}
-
-char *pipeline_cache_key(Ctx *ctx, const UOp *kernel, const Target *t, const char *what, size_t *len) {
-  char *text = text_print(ctx, kernel);
-  if (!text) return NULL;
-  const char *head_fmt = "%s\n%s %s %s %s\n%s\n";
-  const char *version = uj_version();
-  int head = snprintf(NULL, 0, head_fmt, version, what, target_kind_names[t->kind], t->triple, t->cpu, t->features);
-  size_t n = (size_t)head + strlen(text);
-  char *key = head > 0 ? malloc(n + 1) : NULL;
-  if (key) {
-    snprintf(key, n + 1, head_fmt, version, what, target_kind_names[t->kind], t->triple, t->cpu, t->features);
-    memcpy(key + head, text, n - (size_t)head + 1);
-    *len = n;
-  } else {
-    ctx_set_error(ctx, "compile: out of memory");
-  }
-  free(text);
-  return key;
 }
 
 bool pipeline_emit(Ctx *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm, LLVMCodeGenFileType kind,

@@ -39,12 +39,6 @@ LLVMModuleRef pipeline_compile(Ctx *ctx, const UOp *kernel, LLVMContextRef lc, c
  * buffer (NUL-terminated). The module is cloned first: emission changes it. */
 bool pipeline_emit(Ctx *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm, LLVMCodeGenFileType kind,
                    char **out, size_t *len);
-/* The disk cache's key of a kernel compiled for t (runtime/disk_cache.h):
- * uopjit's and LLVM's versions (uj_version), what the code is (`what`:
- * "object", "ptx"), the target's triple, CPU or arch and features, and the
- * kernel's canonical text. Malloc'd, its length in *len; NULL with the
- * error set. */
-char *pipeline_cache_key(Ctx *ctx, const UOp *kernel, const Target *t, const char *what, size_t *len);
 /* The module's text, malloc'd. */
 char *pipeline_ir_text(LLVMModuleRef mod);
 /* A kernel's name fits every target's symbols: [A-Za-z_][A-Za-z0-9_]*,

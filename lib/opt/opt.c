@@ -5,6 +5,7 @@
 
 #include "opt/lanes.h"
 #include "opt/opt.h"
+#include "symbolic/symbolic.h"
 
 /* The pass list comes from the target's properties, never its name: a
  * GPU gets no pass that keeps per-thread state sized for a CPU core (the
@@ -35,7 +36,7 @@ const UOp *opt_apply(Ctx *ctx, const UOp *kernel, const OptTarget *t, const OptC
   k = k && cpu ? opt_tile(ctx, k, t->desc, c) : k;
   k = k ? opt_unroll(ctx, k, c) : NULL;
   k = k ? opt_parallel(ctx, k, c->parallel) : NULL;
-  return k;
+  return k ? symbolic_canonical_order(ctx, k) : NULL; /* equal kernels print, hash and compile as one */
 }
 
 static uint64_t splitmix(uint64_t *state) {

@@ -156,7 +156,7 @@ static void cache_append(Beam *b, uint64_t kernel, const OptConfig *c, double be
                    c->columns, c->rows, c->tile, (unsigned)c->stage, (unsigned)c->parallel, (unsigned)c->reorder,
                    (unsigned)c->stream, c->unroll,
                    (unsigned long long)(best * 1e9), (unsigned long long)(heuristic * 1e9));
-  cache_make_parents(b->path);
+  disk_cache_make_parents(b->path);
   int fd = open(b->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   ssize_t written = fd >= 0 ? write(fd, line, (size_t)n) : -1;
   int err = errno;
@@ -476,6 +476,7 @@ static void loops_text(Ctx *ctx, const UOp *kernel, char *out, size_t size) {
  * session's table and the file. Frees the scratch and the programs. */
 static void search_finish(Search *s, uint64_t key, const char *loops, OptConfig *config) {
   Beam *b = s->beam;
+  bool stopped = interrupt_requested(); /* read once: the log and the cache agree */
   Candidate *w = &s->cands[0], *h = w;
   for (size_t i = 0; i < s->n; i++)
     if (s->cands[i].order == 0) h = &s->cands[i];
@@ -483,13 +484,13 @@ static void search_finish(Search *s, uint64_t key, const char *loops, OptConfig 
   scratch_free(&s->scratch);
   for (size_t i = 0; i < s->n; i++)
     if (s->cands[i].program) b->device->ops->program_free(b->device, s->cands[i].program);
-  if (w->seconds >= h->seconds * BEAM_MARGIN || interrupt_requested()) w = h; /* stopped early: the heuristics, not kept */
+  if (w->seconds >= h->seconds * BEAM_MARGIN || stopped) w = h; /* stopped early: the heuristics, not kept */
   *config = w->config;
   char text[128];
   config_text(config, text, sizeof text);
   beam_note("%s (%s): %s, %.3f ms (heuristics %.3f ms), %u compiled%s", s->name, loops, text, w->seconds * 1e3,
-            h->seconds * 1e3, s->compiled, interrupt_requested() ? ", interrupted" : "");
-  if (!interrupt_requested() && cache_add(b, key, config)) cache_append(b, key, config, w->seconds, h->seconds);
+            h->seconds * 1e3, s->compiled, stopped ? ", interrupted" : "");
+  if (!stopped && cache_add(b, key, config)) cache_append(b, key, config, w->seconds, h->seconds);
 }
 
 /* Times the candidates for kernel; false when it cannot be measured. */
@@ -499,6 +500,10 @@ static bool beam_search(Beam *b, Ctx *ctx, const UOp *kernel, const OptTarget *t
   snprintf(name, sizeof name, "beam_%08llx", (unsigned long long)(key >> 32));
   Search s = {.beam = b, .ctx = ctx, .kernel = kernel, .target = t, .name = name, .max_compiles = 4 * b->width + 8};
   loops_text(ctx, kernel, loops, sizeof loops);
+  if (interrupt_requested()) { /* before the scratch buffers are made */
+    beam_note("%s (%s): not searched (interrupted): the heuristics", name, loops);
+    return false;
+  }
   if (!beam_params(ctx, kernel, &p) || !scratch_make(b->device, &p, &s.scratch)) {
     beam_note("%s (%s): not measured (its buffers are unknown or too big)", name, loops);
     return false;
@@ -555,7 +560,7 @@ OptSearch *beam_new(Device *d) {
   b->device = d;
   b->width = n < BEAM_MAX_WIDTH ? (unsigned)n : BEAM_MAX_WIDTH;
   b->machine = machine_key(d);
-  cache_path(b->path, sizeof b->path, "beam.txt");
+  disk_cache_path(b->path, sizeof b->path, "beam.txt");
   if (b->path[0]) cache_load(b);
   else beam_note("no cache: set UJ_CACHE_DIR, XDG_CACHE_HOME or HOME");
   return &b->hook;

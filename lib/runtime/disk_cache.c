@@ -1,13 +1,15 @@
 /* disk_cache.c — the disk cache of compiled kernels (disk_cache.h).
  *
  * An entry file: "UJKC", a format number, the key's and the payload's
- * lengths (8 bytes each, little-endian as written), the key, the payload,
- * and an FNV-1a checksum of all before it. The file's name hashes the key
+ * lengths (8 bytes each, in this machine's byte order: the key names the
+ * target, so no other machine reads it), the key, the payload, and an
+ * FNV-1a checksum of all before it. The file's name hashes the key
  * twice (two FNV-1a streams, 128 bits); the key inside decides a hit. */
 #define _DEFAULT_SOURCE /* dirent d_type, utimensat */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 #include "llvm/pipeline.h"
 #include "runtime/disk_cache.h"
 #include "uop/hash.h"
+#include "uop/text.h"
 
 enum {
   ENTRY_FORMAT = 1,
@@ -31,14 +34,18 @@ enum {
 #define ENTRY_MAGIC "UJKC"
 #define ENTRY_MAX_BYTES ((size_t)1 << 30)
 
-static void note(const char *fmt, const char *a, const char *b) {
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...) {
   if (pipeline_debug_level() < 1) return;
+  va_list ap;
+  va_start(ap, fmt);
   fprintf(stderr, "UJ_DEBUG: disk cache: ");
-  fprintf(stderr, fmt, a, b);
+  vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
+  va_end(ap);
 }
 
-void cache_path(char *out, size_t size, const char *name) {
+void disk_cache_path(char *out, size_t size, const char *name) {
   const char *dir = getenv("UJ_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   int n = dir && *dir     ? snprintf(out, size, "%s/%s", dir, name)
           : xdg && *xdg   ? snprintf(out, size, "%s/uopjit/%s", xdg, name)
@@ -47,7 +54,7 @@ void cache_path(char *out, size_t size, const char *name) {
   if (n < 0 || (size_t)n >= size) out[0] = '\0';
 }
 
-void cache_make_parents(const char *path) {
+void disk_cache_make_parents(const char *path) {
   char dir[PATH_MAX_LEN];
   if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return;
   for (char *p = dir + 1; *p; p++) {
@@ -67,14 +74,14 @@ bool disk_cache_on(void) {
   const char *v = getenv("UJ_CACHE");
   if (v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no") || !strcmp(v, "false"))) return false;
   char path[PATH_MAX_LEN];
-  cache_path(path, sizeof path, "kernels");
+  disk_cache_path(path, sizeof path, "kernels");
   return path[0] != '\0';
 }
 
 /* <folder>/kernels/<32 hex>.ujk; false when it does not fit. */
 static bool entry_path(const char *key, size_t keylen, char *out, size_t size) {
   char dir[PATH_MAX_LEN];
-  cache_path(dir, sizeof dir, "kernels");
+  disk_cache_path(dir, sizeof dir, "kernels");
   uint64_t a = fnv1a(FNV_OFFSET, key, keylen), b = fnv1a(0x84222325cbf29ce4ull, key, keylen);
   int n = dir[0] ? snprintf(out, size, "%s/%016llx%016llx.ujk", dir, (unsigned long long)a, (unsigned long long)b) : -1;
   return n > 0 && (size_t)n < size;
@@ -115,7 +122,7 @@ bool disk_cache_get(const char *key, size_t keylen, void **data, size_t *n) {
   bool absent = false;
   unsigned char *buf = read_file(path, &size, &absent);
   if (!buf) {
-    if (!absent) note("%s: cannot be read%s; a miss", path, "");
+    if (!absent) note("%s: cannot be read; a miss (the compile that follows replaces it)", path);
     return false;
   }
   uint32_t format = 0;
@@ -126,14 +133,13 @@ bool disk_cache_get(const char *key, size_t keylen, void **data, size_t *n) {
                     : klen > size || plen > size || HEADER_BYTES + klen + plen + 8 != size ? "its lengths disagree with its size"
                     : load_u64(buf + size - 8) != fnv1a(FNV_OFFSET, buf, size - 8) ? "its checksum is wrong"
                                                                                      : NULL;
-  if (why) {
-    note("%s: %s; removed", path, why);
-    unlink(path); /* replaced by this process's put */
+  if (why) { /* not unlinked: another process may have renamed a good entry there since */
+    note("%s: %s; a miss (the compile that follows replaces it)", path, why);
     free(buf);
     return false;
   }
   if (klen != keylen || memcmp(buf + HEADER_BYTES, key, keylen)) { /* another key of the same name */
-    note("%s: %s; a miss", path, "holds another kernel");
+    note("%s: holds another kernel; a miss", path);
     free(buf);
     return false;
   }
@@ -201,7 +207,7 @@ static void shrink(const char *dir) {
     for (size_t i = 0; i < n && total > most / 4 * 3; i++)
       if (snprintf(path, sizeof path, "%s/%s", dir, es[i].name) < (int)sizeof path && unlink(path) == 0)
         total -= (size_t)es[i].bytes;
-    note("%s: over UJ_CACHE_MAX_MB, the oldest entries removed%s", dir, "");
+    note("%s: over UJ_CACHE_MAX_MB, the oldest entries removed", dir);
   }
   free(es);
 }
@@ -223,11 +229,14 @@ void disk_cache_put(const char *key, size_t keylen, const void *data, size_t n) 
   if (!disk_cache_on() || !entry_path(key, keylen, path, sizeof path)) return;
   if (HEADER_BYTES + keylen + n + 8 > ENTRY_MAX_BYTES) return;
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&tmp_number, 1));
-  cache_make_parents(path);
+  disk_cache_make_parents(path);
   unsigned char header[HEADER_BYTES];
   uint32_t format = ENTRY_FORMAT;
   uint64_t klen = keylen, plen = n;
-  memcpy(header, ENTRY_MAGIC, 4), memcpy(header + 4, &format, 4), memcpy(header + 8, &klen, 8), memcpy(header + 16, &plen, 8);
+  memcpy(header, ENTRY_MAGIC, 4);
+  memcpy(header + 4, &format, 4);
+  memcpy(header + 8, &klen, 8);
+  memcpy(header + 16, &plen, 8);
   uint64_t sum = fnv1a(fnv1a(fnv1a(FNV_OFFSET, header, sizeof header), key, keylen), data, n);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   bool ok = fd >= 0 && write_all(fd, header, sizeof header) && write_all(fd, key, keylen) && write_all(fd, data, n) &&
@@ -240,17 +249,36 @@ void disk_cache_put(const char *key, size_t keylen, const void *data, size_t n) 
     note("%s: not written (%s)", path, strerror(saved));
     return;
   }
-  if (atomic_fetch_add(&puts, 1) % SCAN_EVERY == 0) disk_cache_trim();
+  if (atomic_fetch_add(&puts, 1) % SCAN_EVERY == SCAN_EVERY - 1) disk_cache_trim();
 }
 
-char *disk_cache_code(Ctx *ctx, const UOp *kernel, const Target *t, const char *what, KernelSig *sig, CodeMaker make,
-                      void *arg, size_t *len, bool *loaded) {
+char *disk_cache_key(Ctx *ctx, const UOp *kernel, const Target *t, const char *what, size_t *len) {
+  char *text = text_print(ctx, kernel);
+  if (!text) return NULL;
+  const char *head_fmt = "build %s\n%s\n%s %s %s %s %s\n";
+  const char *build = disk_cache_build_id(), *version = uj_version();
+  int head = snprintf(NULL, 0, head_fmt, build, version, what, target_kind_names[t->kind], t->triple, t->cpu, t->features);
+  size_t n = (size_t)head + strlen(text);
+  char *key = head > 0 ? malloc(n + 1) : NULL;
+  if (key) {
+    snprintf(key, n + 1, head_fmt, build, version, what, target_kind_names[t->kind], t->triple, t->cpu, t->features);
+    memcpy(key + head, text, n - (size_t)head + 1);
+    *len = n;
+  } else {
+    ctx_set_error(ctx, "compile: out of memory");
+  }
+  free(text);
+  return key;
+}
+
+char *disk_cache_code(Ctx *ctx, const UOp *kernel, const Target *t, const char *what, bool fresh, KernelSig *sig,
+                      CodeMaker make, void *arg, size_t *len, bool *loaded) {
   size_t keylen = 0;
   bool on = disk_cache_on();
-  char *key = on ? pipeline_cache_key(ctx, kernel, t, what, &keylen) : NULL;
+  char *key = on ? disk_cache_key(ctx, kernel, t, what, &keylen) : NULL;
   void *code = NULL;
   *loaded = false;
-  if (key && disk_cache_get(key, keylen, &code, len)) {
+  if (key && !fresh && disk_cache_get(key, keylen, &code, len)) {
     *loaded = kernel_sig_build(ctx, kernel, sig);
     if (*loaded) return free(key), code;
     free(code), code = NULL;
@@ -264,6 +292,6 @@ char *disk_cache_code(Ctx *ctx, const UOp *kernel, const Target *t, const char *
 
 void disk_cache_trim(void) {
   char dir[PATH_MAX_LEN];
-  cache_path(dir, sizeof dir, "kernels");
+  disk_cache_path(dir, sizeof dir, "kernels");
   if (dir[0]) shrink(dir);
 }

@@ -13,7 +13,9 @@
 
 enum { SHOW_EVERY_MS = 100 };
 
+/* Process-wide, as a signal is: a SIGINT handler sets it. */
 static atomic_bool interrupted;
+_Static_assert(ATOMIC_BOOL_LOCK_FREE == 2, "uj_interrupt must be lock-free to be async-signal-safe");
 
 void uj_interrupt(bool on) { atomic_store(&interrupted, on); } /* lock-free: safe in a signal handler */
 bool interrupt_requested(void) { return atomic_load(&interrupted); }

@@ -246,6 +246,17 @@ const UOp *symbolic_simplify(Ctx *ctx, const UOp *root) {
   return rs ? graph_rewrite(ctx, root, rs, NULL) : NULL;
 }
 
+static const Rule commute_rules[] = {
+  {"(ADD|MUL|AND|OR|XOR|MAX|CMPNE|CMPEQ x y)", rw_commute}, // f(y, x) -> f(x, y) when x orders first
+};
+
+const UOp *symbolic_canonical_order(Ctx *ctx, const UOp *root) {
+  RuleSet *rs = ruleset_new(ctx, commute_rules, sizeof commute_rules / sizeof *commute_rules);
+  const UOp *out = rs ? graph_rewrite(ctx, root, rs, NULL) : NULL;
+  ruleset_free(rs);
+  return out;
+}
+
 const uj_uop *uj_simplify(uj_ctx *ctx, const uj_uop *root) {
   if (!root) {
     ctx_set_error(ctx, "uj_simplify: no graph");

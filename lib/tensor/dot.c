@@ -55,13 +55,13 @@ static void add_buffer(StrBuf *b, const Schedule *sch, const UOp *buf, int64_t *
   DType d = dt_base(buf->dtype);
   size_text((double)buf->ints[1] * (double)elem_bytes(d), bytes, sizeof bytes);
   size_t item = 0;
-  bool temp = written_by(sch, id, &item) && sch->slab_of_item[item] >= 0, out = is_output(sch, id);
+  bool written = written_by(sch, id, &item), temp = written && sch->slab_of_item[item] >= 0, out = is_output(sch, id);
   strbuf_add(b, "  b%lld [shape=ellipse, style=\"filled%s\", fillcolor=\"%s\", label=\"buffer %lld\\n%s[%lld], %s",
-             (long long)id, out ? ",bold" : "", written_by(sch, id, &item) ? "#ffffff" : "#dbe8fb", (long long)id,
-             dtype_str(d, dt, sizeof dt), (long long)buf->ints[1], bytes);
+             (long long)id, out ? ",bold" : "", written ? "#ffffff" : "#dbe8fb", (long long)id, dtype_str(d, dt, sizeof dt),
+             (long long)buf->ints[1], bytes);
   if (temp) strbuf_add(b, "\\ntemporary, slab %ld", sch->slab_of_item[item]);
   else if (out) strbuf_add(b, "\\noutput");
-  else if (!written_by(sch, id, &item)) strbuf_add(b, "\\ninput");
+  else if (!written) strbuf_add(b, "\\ninput");
   strbuf_add(b, "\"];\n");
 }
 
@@ -76,12 +76,14 @@ static char *schedule_dot(uj_tensor *t) {
   for (size_t j = 0; j < sch->nitems && !b.failed; j++) {
     const ScheduleItem *it = &sch->items[j];
     const UOp **nodes = NULL;
-    size_t n = uop_toposort(t->s->ctx, it->kernel, &nodes);
+    size_t n = uop_toposort(t->s->ctx, it->kernel, &nodes); /* its UOp count; 0 when out of memory */
     free(nodes);
     char dt[40];
     strbuf_add(&b, "  k%zu [shape=box, style=\"rounded,filled\", fillcolor=\"#fbefc9\", label=\"kernel %zu: %s\\n"
-                   "writes %s[%lld]\\n%zu UOps\"];\n", j, j, it->name, dtype_str(dt_base(it->output->dtype), dt, sizeof dt),
-               (long long)it->output->ints[1], n);
+                   "writes %s[%lld]", j, j, it->name, dtype_str(dt_base(it->output->dtype), dt, sizeof dt),
+               (long long)it->output->ints[1]);
+    if (n) strbuf_add(&b, "\\n%zu UOps", n);
+    strbuf_add(&b, "\"];\n");
     add_buffer(&b, sch, it->output, &seen, &nseen);
     for (size_t k = 0; k < it->ninputs; k++) add_buffer(&b, sch, it->inputs[k], &seen, &nseen);
   }
@@ -91,7 +93,7 @@ static char *schedule_dot(uj_tensor *t) {
     strbuf_add(&b, "  k%zu -> b%lld;\n", j, (long long)it->output->ints[0]);
     for (size_t k = 0; k < it->ndeps; k++) { /* an order no buffer edge shows */
       bool shown = false;
-      for (size_t i = 0; i < it->ninputs; i++) shown |= sch->items[it->deps[k]].output == it->inputs[i];
+      for (size_t i = 0; i < it->ninputs; i++) shown |= sch->items[it->deps[k]].output->ints[0] == it->inputs[i]->ints[0];
       if (!shown) strbuf_add(&b, "  k%zu -> k%zu [style=dashed, label=\"after\"];\n", it->deps[k], j);
     }
   }

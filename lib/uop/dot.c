@@ -83,7 +83,7 @@ char *text_dot(Ctx *ctx, const UOp *root, const char *name) {
 
 char *uj_dot(uj_ctx *ctx, const uj_uop *root) {
   if (!ctx) return NULL;
-  if (!root || root->id >= ctx->nnodes || ctx->nodes[root->id] != root) {
+  if (!uop_in_ctx(ctx, root)) {
     ctx_set_error(ctx, "dot: %s", root ? "the node is not from this context" : "no graph");
     return NULL;
   }

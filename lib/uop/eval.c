@@ -481,7 +481,7 @@ static bool run_effects(Eval *ev, const UOp *root) {
 bool eval_run(Eval *ev, const UOp *root) {
   results_clear(ev);
   Ctx *ctx = ev->ctx;
-  if (!root || root->id >= ctx->nnodes || ctx->nodes[root->id] != root) {
+  if (!uop_in_ctx(ctx, root)) {
     ctx_set_error(ctx, "eval_run: the root is not a node of this context");
     return false;
   }

@@ -85,7 +85,7 @@ static bool bindings_check(const TensorEval *te) {
   for (size_t i = 0; i < te->nbuffers; i++) {
     const TensorBinding *b = &te->buffers[i];
     const UOp *u = b->buffer;
-    if (!u || u->id >= ctx->nnodes || ctx->nodes[u->id] != u || u->op != UJ_OP_BUFFER) {
+    if (!uop_in_ctx(ctx, u) || u->op != UJ_OP_BUFFER) {
       ctx_set_error(ctx, "eval_tensor: binding %zu is not a BUFFER node of this context", i);
       return false;
     }
@@ -389,7 +389,7 @@ static bool tensor_eval_run(TensorEval *te, const UOp *root) {
 static bool tensor_eval(Ctx *ctx, const UOp *root, const TensorBinding *buffers, size_t nbuffers,
                         TensorValue *out, bool bounded) {
   memset(out, 0, sizeof *out);
-  if (!root || root->id >= ctx->nnodes || ctx->nodes[root->id] != root) {
+  if (!uop_in_ctx(ctx, root)) {
     ctx_set_error(ctx, "eval_tensor: the root is not a node of this context");
     return false;
   }

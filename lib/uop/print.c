@@ -257,12 +257,8 @@ static void print_bindings(Printer *p, const UOp *root) {
   }
 }
 
-static bool node_in_ctx(const Ctx *ctx, const UOp *u) {
-  return u && u->id < ctx->nnodes && ctx->nodes[u->id] == u;
-}
-
 char *text_print(Ctx *ctx, const UOp *root) {
-  if (!node_in_ctx(ctx, root)) {
+  if (!uop_in_ctx(ctx, root)) {
     ctx_set_error(ctx, "print: %s", root ? "the node is not from this context" : "no graph");
     return NULL;
   }

@@ -236,5 +236,9 @@ static inline DType dt_with_scalar(DType d, uj_scalar s) { return (DType){(uint8
 /* Parses "float32", "int", "float32x8", "float32*", "int8*local"; false on error. */
 bool dtype_parse(const char *s, size_t len, DType *out);
 const char *dtype_str(DType d, char *buf, size_t size);
+/* Whether u is a live node of ctx (API entry points check what they are given). */
+static inline bool uop_in_ctx(const Ctx *ctx, const UOp *u) {
+  return u && u->id < ctx->nnodes && ctx->nodes[u->id] == u;
+}
 
 #endif

@@ -14,7 +14,6 @@
  * Built without libedit (UJ_HAVE_LIBEDIT unset), lineedit_start says no
  * and the prompt reads plain lines (io.c). */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,18 +28,37 @@
 
 enum { LINEEDIT_HISTORY = 1000, WORDS_MAX = 4096 };
 
+/* The prompt's state: one a process, as the terminal and SIGINT are. */
 static struct {
   bool on;
   char path[4096]; /* the history file, "" for none */
   Completer complete;
   void *user;
+  struct sigaction before; /* SIGINT's handling before lineedit_start */
   volatile sig_atomic_t interrupted; /* Ctrl-C since the last read */
 } le;
 
+/* Ctrl-C: the entry being typed is dropped (the read returns), or the one
+ * running is asked to stop; a second Ctrl-C before it stops ends the
+ * process as Ctrl-C does elsewhere (one long kernel is not cut short). */
 static void on_sigint(int sig) {
-  (void)sig;
+  if (le.interrupted) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
   le.interrupted = 1;
   uj_interrupt(true);
+}
+
+/* SIGINT to on_sigint: restarting interrupted calls while an entry runs
+ * (its writes must not fail with EINTR), not while a line is read. */
+static void catch_sigint(bool restart) {
+  struct sigaction sa = {0};
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = restart ? SA_RESTART : 0;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
 }
 
 /* mkdir -p of the folders above path. */
@@ -119,10 +137,8 @@ bool lineedit_start(const char *history, Completer complete, void *user) {
   stifle_history(LINEEDIT_HISTORY);
   history_path(history);
   if (le.path[0]) read_history(le.path);
-  struct sigaction sa = {0};
-  sa.sa_handler = on_sigint; /* no SA_RESTART: a read at the prompt returns */
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGINT, NULL, &le.before);
+  catch_sigint(true);
   return le.on = true;
 }
 
@@ -130,8 +146,9 @@ bool lineedit_active(void) { return le.on; }
 
 int lineedit_read(const char *prompt, char **line) {
   le.interrupted = 0;
-  errno = 0;
+  catch_sigint(false); /* a Ctrl-C ends the read */
   char *got = readline(prompt);
+  catch_sigint(true);
   if (le.interrupted) { /* Ctrl-C while typing: the entry is dropped */
     free(got);
     le.interrupted = 0;
@@ -152,7 +169,7 @@ void lineedit_stop(void) {
     write_history(le.path);
     history_truncate_file(le.path, LINEEDIT_HISTORY);
   }
-  signal(SIGINT, SIG_DFL);
+  sigaction(SIGINT, &le.before, NULL);
   le.on = false;
 }
 
