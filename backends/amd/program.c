@@ -37,16 +37,9 @@ static char *kernel_code_object(Device *d, AmdDevice *a, const UOp *kernel, AmdP
   return code;
 }
 
-typedef struct CodeJob {
-  Device *d;
-  AmdDevice *a;
-  const UOp *kernel;
-  AmdProgram *p;
-} CodeJob;
-
-static char *make_code_object(void *arg, size_t *len) {
-  CodeJob *j = arg;
-  return kernel_code_object(j->d, j->a, j->kernel, j->p, len);
+/* disk_cache_code's maker. */
+static char *make_code_object(Device *d, const UOp *kernel, void *program, size_t *len) {
+  return kernel_code_object(d, d->state, kernel, program, len);
 }
 
 static bool load_executable(Device *d, AmdDevice *a, AmdProgram *p, const char *code, size_t len) {
@@ -86,8 +79,7 @@ void *amd_compile(Device *d, const UOp *kernel, const char *name) {
     if (fresh && !loaded) break;
     if (fresh && p->have_exec) a->api.hsa_executable_destroy(p->exec), p->have_exec = false; /* never launched */
     if (fresh) kernel_sig_free(&p->sig), loaded = false;
-    char *code = disk_cache_code(d->ctx, kernel, &a->target, what, fresh, &p->sig, make_code_object,
-                                 &(CodeJob){d, a, kernel, p}, &len, &loaded);
+    char *code = disk_cache_code(d, kernel, &a->target, what, fresh, &p->sig, make_code_object, p, &len, &loaded);
     ok = code && load_executable(d, a, p, code, len);
     free(code);
   }

@@ -35,17 +35,9 @@ static char *kernel_ptx(Device *d, CudaDevice *c, const UOp *kernel, CudaProgram
   return ptx;
 }
 
-typedef struct PtxJob {
-  Device *d;
-  CudaDevice *c;
-  const UOp *kernel;
-  CudaProgram *p;
-} PtxJob;
-
 /* disk_cache_code's maker: the PTX with its NUL (what the driver reads). */
-static char *make_ptx(void *arg, size_t *len) {
-  PtxJob *j = arg;
-  char *ptx = kernel_ptx(j->d, j->c, j->kernel, j->p);
+static char *make_ptx(Device *d, const UOp *kernel, void *program, size_t *len) {
+  char *ptx = kernel_ptx(d, d->state, kernel, program);
   if (ptx) *len = strlen(ptx) + 1;
   return ptx;
 }
@@ -83,8 +75,7 @@ void *cuda_compile(Device *d, const UOp *kernel, const char *name) {
   for (int fresh = 0; fresh < 2 && !ok; fresh++) { /* PTX from the disk the driver refuses: compiled again, replaced */
     if (fresh && !p->loaded) break;
     if (fresh) kernel_sig_free(&p->sig), p->loaded = false;
-    char *ptx = disk_cache_code(d->ctx, kernel, &c->target, what, fresh, &p->sig, make_ptx, &(PtxJob){d, c, kernel, p}, &n,
-                                &p->loaded);
+    char *ptx = disk_cache_code(d, kernel, &c->target, what, fresh, &p->sig, make_ptx, p, &n, &p->loaded);
     t1 = pipeline_now_ms();
     bool text = ptx && n > 0 && ptx[n - 1] == '\0';
     if (ptx && !text) ctx_set_error(d->ctx, "%s: kernel %s: its PTX is not text", d->name, p->name);

@@ -271,8 +271,9 @@ char *disk_cache_key(Ctx *ctx, const UOp *kernel, const Target *t, const char *w
   return key;
 }
 
-char *disk_cache_code(Ctx *ctx, const UOp *kernel, const Target *t, const char *what, bool fresh, KernelSig *sig,
-                      CodeMaker make, void *arg, size_t *len, bool *loaded) {
+char *disk_cache_code(Device *d, const UOp *kernel, const Target *t, const char *what, bool fresh, KernelSig *sig,
+                      CodeMaker make, void *program, size_t *len, bool *loaded) {
+  Ctx *ctx = d->ctx;
   size_t keylen = 0;
   bool on = disk_cache_on();
   char *key = on ? disk_cache_key(ctx, kernel, t, what, &keylen) : NULL;
@@ -284,7 +285,7 @@ char *disk_cache_code(Ctx *ctx, const UOp *kernel, const Target *t, const char *
     free(code), code = NULL;
   }
   if (on && !key) ctx_clear_error(ctx); /* no key (no memory): compiled, not kept */
-  code = make(arg, len);
+  code = make(d, kernel, program, len);
   if (code && key) disk_cache_put(key, keylen, code, *len);
   free(key);
   return code;

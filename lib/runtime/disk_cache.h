@@ -21,6 +21,7 @@
 
 #include "llvm/signature.h"
 #include "llvm/target.h"
+#include "runtime/device.h"
 
 /* The folder of uopjit's caches joined with name: $UJ_CACHE_DIR/name,
  * else $XDG_CACHE_HOME/uopjit/name, else $HOME/.cache/uopjit/name; ""
@@ -60,10 +61,11 @@ void disk_cache_trim(void);
  * inside ("ptx E_64_16", "code object E_64_16"), and is part of the key.
  * From the disk cache when an entry has it (*sig then built from the
  * kernel, *loaded set) and `fresh` is false, else make(arg, len) compiles
- * it, filling *sig, and the bytes are stored (over an entry the driver
- * refused, with fresh). malloc'd, *len bytes; NULL with the error set. */
-typedef char *(*CodeMaker)(void *arg, size_t *len);
-char *disk_cache_code(Ctx *ctx, const UOp *kernel, const Target *t, const char *what, bool fresh, KernelSig *sig,
-                      CodeMaker make, void *arg, size_t *len, bool *loaded);
+ * it (make(d, kernel, program, len), which fills program's signature *sig)
+ * and the bytes are stored (over an entry the driver refused, with
+ * fresh). malloc'd, *len bytes; NULL with the error set. */
+typedef char *(*CodeMaker)(Device *d, const UOp *kernel, void *program, size_t *len);
+char *disk_cache_code(Device *d, const UOp *kernel, const Target *t, const char *what, bool fresh, KernelSig *sig,
+                      CodeMaker make, void *program, size_t *len, bool *loaded);
 
 #endif
