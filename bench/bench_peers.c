@@ -679,8 +679,11 @@ static void row_progress(const RowResult *res, double ms) {
   fputc('\n', stderr);
 }
 
+static void probe_bandwidth(Machine *m);
+
 static void run_bench(Bench *B, const BenchDef *def, RowResult *res) {
   double t0 = bench_now_ms();
+  if (!kind_info[def->kind].flops) probe_bandwidth(&B->machine); /* a memory line: its ceiling probed just before it too */
   Row *r = calloc(1, sizeof *r);
   if (!r) {
     *res = (RowResult){.name = def->name};
@@ -721,9 +724,9 @@ static bool selected(const Options *o, const BenchDef *def) {
 }
 
 /* The memory bandwidth probes, each kept at the best it has measured: run
- * at the start and again at the end, as a shared machine's bandwidth
- * varies over minutes (one run's 2-thread read stream: 32.6 GB/s at the
- * start, 58.6 in another minute). */
+ * at the start, before each memory line and at the end, as a shared
+ * machine's bandwidth varies over minutes (one run's 2-thread read
+ * stream: 32.6 GB/s at the start, 58.6 in another minute). */
 enum { BANDWIDTH_RUNS = 20 }; /* as many as a line's timed runs at most: best of as many tries */
 
 static void probe_bandwidth(Machine *m) {

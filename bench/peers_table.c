@@ -311,7 +311,8 @@ static void print_machine(FILE *f, const Machine *m) {
              "%.1f GFLOP/s on 1 thread, %.1f on 2.\n\n",
           m->cores, m->ghz, m->clock_source, units, m->lanes, m->simd, m->peak_gflops[0], m->peak_gflops[1]);
   fprintf(f, "Memory bandwidth, measured here on a 256 MiB buffer in huge pages split over the threads, the best of 20 "
-             "runs at the start and 20 at the end (as many tries as a line's timed runs at most): a read-only "
+             "runs at the start, before each memory line and at the end (as many tries as a line's timed runs at "
+             "most): a read-only "
              "stream %.1f GB/s on 1 thread, %.1f on 2; a copy with non-temporal stores %.1f and %.1f (bytes read + "
              "written); memcpy %.1f and %.1f (its stores read each line first). GB/s counts each input read once and "
              "the output written once. A line reading R bytes and writing W is rated against (R + W) / (R / read + "
