@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "llvm/codeobj.h"
+#include "uop/file.h"
 
 extern char **environ;
 
@@ -25,18 +26,7 @@ static bool write_file(const char *path, const char *data, size_t n) {
   return fclose(f) == 0 && ok;
 }
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *data = NULL;
-  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)n + 1)) &&
-      fread(data, 1, (size_t)n, f) != (size_t)n)
-    free(data), data = NULL;
-  fclose(f);
-  if (data) data[n] = 0, *len = (size_t)n;
-  return data;
-}
+#define CODEOBJ_MAX_BYTES ((size_t)1 << 30) /* a linked code object, at most */
 
 /* ld.lld of our LLVM, else ld.lld-19 from PATH. */
 static const char *linker_path(char *buf, size_t size) {
@@ -74,7 +64,7 @@ bool codeobj_link(Ctx *ctx, const char *obj, size_t n, char **out, size_t *len) 
   bool ok = write_file(in, obj, n);
   if (!ok) ctx_set_error(ctx, "amdgpu: cannot write %s", in);
   ok = ok && run_linker(ctx, in, res);
-  *out = ok ? read_file(res, len) : NULL;
+  *out = ok ? file_read(res, CODEOBJ_MAX_BYTES, len) : NULL;
   if (ok && !*out) ctx_set_error(ctx, "amdgpu: cannot read %s", res), ok = false;
   unlink(in), unlink(res), rmdir(dir);
   return ok;

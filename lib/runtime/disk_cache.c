@@ -21,6 +21,7 @@
 
 #include "llvm/pipeline.h"
 #include "runtime/disk_cache.h"
+#include "uop/file.h"
 #include "uop/hash.h"
 #include "uop/text.h"
 
@@ -93,36 +94,13 @@ static uint64_t load_u64(const unsigned char *p) {
   return v;
 }
 
-/* The whole file, malloc'd; NULL when it cannot be read (absent: *absent). */
-static unsigned char *read_file(const char *path, size_t *n, bool *absent) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  *absent = fd < 0 && errno == ENOENT;
-  if (fd < 0) return NULL;
-  struct stat st;
-  unsigned char *buf = NULL;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size <= ENTRY_MAX_BYTES)
-    buf = malloc((size_t)st.st_size);
-  size_t got = 0;
-  while (buf && got < (size_t)st.st_size) {
-    ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (buf && got != (size_t)st.st_size) free(buf), buf = NULL;
-  *n = got;
-  return buf;
-}
-
 bool disk_cache_get(const char *key, size_t keylen, void **data, size_t *n) {
   char path[PATH_MAX_LEN];
   if (!disk_cache_on() || !entry_path(key, keylen, path, sizeof path)) return false;
   size_t size = 0;
-  bool absent = false;
-  unsigned char *buf = read_file(path, &size, &absent);
+  unsigned char *buf = (unsigned char *)file_read(path, ENTRY_MAX_BYTES, &size);
   if (!buf) {
-    if (!absent) note("%s: cannot be read; a miss (the compile that follows replaces it)", path);
+    if (errno != ENOENT) note("%s: cannot be read (%s); a miss (the compile that follows replaces it)", path, strerror(errno));
     return false;
   }
   uint32_t format = 0;
