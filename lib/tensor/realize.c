@@ -32,6 +32,12 @@ static Schedule *schedule_for(uj_session *s, uj_tensor *const *ts, size_t n, con
   return sch;
 }
 
+/* A schedule's run as a status: a failure with uj_interrupt's request
+ * set is the interruption runtime_run reported. */
+static uj_status run_status(bool ok) {
+  return ok ? UJ_OK : interrupt_requested() ? UJ_ERR_INTERRUPTED : UJ_ERR_COMPILE;
+}
+
 uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!ts[i]) return UJ_ERR_ARG;
@@ -57,7 +63,7 @@ uj_status uj_tensor_realize(uj_tensor *const *ts, size_t n) {
     ts[i]->node = sch->outputs[i];
   }
   schedule_free(sch);
-  return ok ? UJ_OK : interrupt_requested() ? UJ_ERR_INTERRUPTED : UJ_ERR_COMPILE;
+  return run_status(ok);
 }
 
 /* Appends u to the growing array *a (*n items, room for *cap). */
@@ -150,7 +156,7 @@ uj_status tensor_run(uj_session *s, const UOp *const *values, size_t n, uj_tenso
   tensor_collect_buffers(s); /* not the nodes: values may be no live tensor's */
   Schedule *sch = schedule_make(s->ctx, values, n, bufs, known_view, s, &s->next_buffer_id, &s->target, s->schedules);
   bool ok = sch && runtime_run(s->device, sch, &s->buffers);
-  uj_status st = ok ? UJ_OK : interrupt_requested() ? UJ_ERR_INTERRUPTED : UJ_ERR_COMPILE;
+  uj_status st = run_status(ok);
   for (size_t i = 0; st == UJ_OK && i < n; i++) {
     if (into[i] && !forget_buffer(s, bufs[i], values[i], into[i]->node)) st = UJ_ERR_NOMEM;
     if (!into[i] && !tensor_known_set(s, values[i], sch->outputs[i])) st = UJ_ERR_NOMEM;
