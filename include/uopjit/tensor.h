@@ -61,6 +61,38 @@ uj_tensor *uj_tensor_randn(uj_session *s, const int64_t *shape, unsigned ndim, u
 uj_tensor *uj_tensor_load_npy(uj_session *s, const char *path);
 uj_status uj_tensor_save_npy(uj_tensor *t, const char *path);
 
+/* ---- safetensors files (Hugging Face's format; docs/tensor.md) ---- */
+/* Writes ts[0..n) (tensors of s) under names[0..n) (UTF-8, each once, not
+ * "__metadata__"), and meta_keys[i] -> meta_values[i] for i < nmeta (UTF-8
+ * strings; NULL arrays when nmeta is 0) as "__metadata__". The header
+ * lists the tensors in the order given; their data is placed widest
+ * element first, so each tensor starts at a multiple of its element size.
+ * Every tensor is realized (one schedule), then the file is written
+ * beside path, synced and renamed onto it: a failure or a crash never
+ * leaves half a file at path. Every dtype but void is written. */
+uj_status uj_safetensors_save(uj_session *s, const char *path, const char *const *names,
+                              uj_tensor *const *ts, size_t n, const char *const *meta_keys,
+                              const char *const *meta_values, size_t nmeta);
+typedef struct uj_safetensors uj_safetensors;
+/* Opens a file and reads and checks its header; tensors are read when
+ * asked for. NULL and a message naming the path (and for a header at
+ * fault, the byte of the file and the tensor) when the file is not one:
+ * truncated, a header that is not valid JSON or breaks the format, an
+ * unknown dtype (F8_E4M3...), data offsets that do not tile the data. */
+uj_safetensors *uj_safetensors_open(uj_session *s, const char *path);
+size_t uj_safetensors_count(const uj_safetensors *f);
+/* The name of tensor i (i < count), in the header's order; NULL past it. */
+const char *uj_safetensors_name(const uj_safetensors *f, size_t i);
+/* A new tensor of s (the session f was opened in, which must outlive
+ * these calls) with the file's dtype, shape and bytes, read now; NULL and
+ * a message when name is absent or the file cannot be read. */
+uj_tensor *uj_safetensors_get(uj_safetensors *f, const char *name);
+/* The __metadata__ value of key, or NULL; valid until the file is closed. */
+const char *uj_safetensors_meta(const uj_safetensors *f, const char *key);
+/* Closes the file and frees f; names and values read from it go with it.
+ * The tensors made from it stay. */
+void uj_safetensors_close(uj_safetensors *f);
+
 /* ---- reading ---- */
 uj_session *uj_tensor_session(const uj_tensor *t);
 unsigned uj_tensor_ndim(const uj_tensor *t);
@@ -259,6 +291,16 @@ double uj_optim_lr(const uj_optimizer *o);
 /* The global norm of the gradients the last step read (before clipping);
  * NaN before the first step or without max_grad_norm. */
 double uj_optim_grad_norm(const uj_optimizer *o);
+/* The optimizer's state of params[i], which a checkpoint saves and
+ * restores (read it with uj_tensor_to_host, write it with
+ * uj_tensor_assign): which 0 is AdamW's first moment or SGD's momentum
+ * buffer, 1 AdamW's second moment; NULL where there is none. The tensor
+ * is the optimizer's: do not free it. */
+uj_tensor *uj_optim_state(uj_optimizer *o, size_t i, int which);
+/* The steps taken (AdamW's bias corrections count them); -1 for NULL.
+ * _set: where a resumed run goes on from (at least 0). */
+int64_t uj_optim_steps(const uj_optimizer *o);
+uj_status uj_optim_set_steps(uj_optimizer *o, int64_t steps);
 void uj_optim_free(uj_optimizer *o);
 
 #ifdef __cplusplus

@@ -120,6 +120,21 @@ void uj_optim_set_lr(uj_optimizer *o, double lr) {
 }
 double uj_optim_lr(const uj_optimizer *o) { return o ? o->cfg.lr : NAN; }
 
+uj_tensor *uj_optim_state(uj_optimizer *o, size_t i, int which) {
+  if (!o || i >= o->n) return NULL;
+  if (which == 0) return o->m ? o->m[i] : NULL;
+  return which == 1 && o->v ? o->v[i] : NULL;
+}
+
+int64_t uj_optim_steps(const uj_optimizer *o) { return o ? o->steps : -1; }
+
+uj_status uj_optim_set_steps(uj_optimizer *o, int64_t steps) {
+  if (!o) return UJ_ERR_ARG;
+  if (steps < 0) return tensor_fail(o->s, "optimizer", "a step count must be at least 0, not %lld", (long long)steps), UJ_ERR_ARG;
+  o->steps = steps;
+  return UJ_OK;
+}
+
 double uj_optim_grad_norm(const uj_optimizer *o) {
   float v;
   if (!o || !o->norm || !o->steps || uj_tensor_to_host(o->norm, &v, sizeof v) != UJ_OK) return NAN;

@@ -5,6 +5,8 @@
  *   session.c     sessions, tensors, errors, freeing and buffer collection
  *   nodes.c       the node builders below
  *   create.c      from host data, full, arange, rand/randn, .npy files
+ *   safetensors.c safetensors files: the header checked, tensors read and written
+ *   json.c        the strict JSON reader of safetensors headers
  *   elementwise.c broadcasting, dtype promotion, binary/unary ops, casts
  *   views.c       reshape, expand, permute, flip, pad, shrink, cat, stack
  *   reduce.c      sum/max/min/mean/argmax, softmax, gather
