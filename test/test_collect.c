@@ -141,14 +141,14 @@ static void test_long_session(void) {
     if (k == STEPS / 2) bytes_early = s->ctx->arena_bytes, programs = s->device->ncache;
   }
   CHECK(same, "the long session's y differs from a fresh session's");
-  CHECK(collections >= 3, "%zu collections in %d steps", collections, STEPS); /* ~13 new nodes a step */
+  CHECK(collections >= 2, "%zu collections in %d steps", collections, STEPS); /* ~5 new nodes a step: the new BUFFER and its assignment */
   CHECK(max_nodes <= 2 * SESSION_COLLECT_MIN + 4096, "the context held %zu nodes", max_nodes);
   CHECK(s->ctx->arena_bytes <= bytes_early + (1u << 20), "the context grew from %zu bytes at step %d to %zu", bytes_early, STEPS / 2, s->ctx->arena_bytes);
   CHECK(s->device->ncache == programs, "%zu programs at step %d, %zu at the end: kernels compiled again", programs, STEPS / 2, s->device->ncache);
-  /* each step's softmax finds its schedule, but after the cache was emptied: each step's assignment
-   * reads a new BUFFER, a new entry, so the cache fills every SCHEDULE_CACHE_MAX steps */
-  CHECK(schedule_cache_hits(s->schedules) >= (size_t)STEPS - STEPS / (SCHEDULE_CACHE_MAX / 2), "%zu schedule cache hits in %d steps",
-        schedule_cache_hits(s->schedules), STEPS);
+  /* each step's assignment and softmax find their schedules: the assignment reads a new BUFFER each
+   * step, which the cache's key holds as a placeholder (schedule/cache.c) */
+  CHECK(schedule_cache_hits(s->schedules) >= 2 * (size_t)STEPS - 4, "%zu schedule cache hits in %d steps", schedule_cache_hits(s->schedules), STEPS);
+  CHECK(schedule_cache_size(s->schedules) <= 4, "%zu schedules kept", schedule_cache_size(s->schedules));
   CHECK(s->buffers.nids < 64, "%zu buffers held", s->buffers.nids);
   uj_session_free(s), uj_session_free(fresh);
 }

@@ -3,20 +3,29 @@
  * In: the SINK of schedule_make's roots once `known` has replaced what is
  * computed, its `into`, and the schedule made of them, which numbered the
  * BUFFERs it made first_id, first_id + 1, ... in the order it made them.
- * Out, when the same sink and into come again: a copy of that schedule
- * whose BUFFERs are numbered from the next free id in the same order —
- * what cutting, rangeify and the optimizer would make again, without
- * running them. Kernels name no BUFFER (they read PARAM slots), so only
- * the items' outputs and inputs and the roots' views are renumbered. */
+ * Out, when a graph of the same shape comes again: a copy of that
+ * schedule whose BUFFERs are numbered from the next free id in the same
+ * order — what cutting, rangeify and the optimizer would make again,
+ * without running them.
+ *
+ * The key is the graph with its BUFFERs (the inputs, and the buffers
+ * assigned into) replaced by placeholders numbered in the order a walk
+ * meets them (BUFFER ids -1, -2, ...; sizes, dtypes and names kept), so
+ * the same computation on other buffers — a training step's new batch, a
+ * decoding step's new cache — finds the schedule of the last. Kernels
+ * name no BUFFER (they read PARAM slots), so only the items' outputs and
+ * inputs and the roots' views are mapped: the kept schedule names
+ * placeholders, and a copy handed out names the caller's buffers. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "rewrite/rewrite.h"
 #include "schedule/schedule.h"
 
 enum { CACHE_SLOTS = 2 * SCHEDULE_CACHE_MAX }; /* a power of two: at most half full */
 
 typedef struct Entry {
-  const UOp *sink;    /* the key, with into; NULL: a free slot */
+  const UOp *sink;    /* the key (placeholders for buffers), with into; NULL: a free slot */
   const UOp **into;   /* per root, or NULL */
   Schedule *schedule; /* its BUFFERs numbered from first_id */
   int64_t first_id, nids;
@@ -95,12 +104,16 @@ static bool same_into(const Entry *e, const UOp *const *into, size_t nroots) {
 typedef struct Renumbering {
   Ctx *ctx;
   int64_t from, end, to; /* ids from .. end - 1 become to, to + 1, ... */
+  const CacheKey *key;   /* and its buffers become placeholders (to_key), or back (!to_key) */
+  bool to_key;
 } Renumbering;
 
 static const UOp *renumbered(const Renumbering *r, const UOp *b) {
-  if (!b || b->op != UJ_OP_BUFFER || b->ints[0] < r->from || b->ints[0] >= r->end ||
-      r->from == r->to)
-    return b;
+  if (!b || b->op != UJ_OP_BUFFER) return b;
+  if (r->key && !r->to_key && b->ints[0] < 0 && (size_t)(-1 - b->ints[0]) < r->key->n) return r->key->actual[-1 - b->ints[0]];
+  for (size_t k = 0; r->key && r->to_key && k < r->key->n; k++)
+    if (r->key->actual[k] == b) return r->key->placeholder[k];
+  if (b->ints[0] < r->from || b->ints[0] >= r->end || r->from == r->to) return b;
   int64_t arg[2] = {b->ints[0] - r->from + r->to, b->ints[1]};
   return uop_new(r->ctx, UJ_OP_BUFFER, b->dtype, NULL, 0, (Arg){b->name, arg, 2});
 }
@@ -145,23 +158,73 @@ static Schedule *schedule_copy(const Schedule *s, const Renumbering *r) {
   return c;
 }
 
+/* ---- keys ---- */
+
+typedef struct KeyWalk {
+  Ctx *ctx;
+  CacheKey *key;
+} KeyWalk;
+
+/* u's placeholder when it is a BUFFER (met before, or the next one). */
+static const UOp *placeholder(void *user, const UOp *u, const UOp *rebuilt) {
+  KeyWalk *w = user;
+  CacheKey *k = w->key;
+  if (u->op != UJ_OP_BUFFER) return rebuilt;
+  for (size_t i = 0; i < k->n; i++)
+    if (k->actual[i] == u) return k->placeholder[i];
+  if (k->n == k->cap) {
+    size_t cap = k->cap ? 2 * k->cap : 64;
+    const UOp **a = realloc(k->actual, cap * sizeof *a);
+    if (a) k->actual = a;
+    const UOp **p = a ? realloc(k->placeholder, cap * sizeof *p) : NULL;
+    if (p) k->placeholder = p;
+    if (!a || !p) return ctx_set_error(w->ctx, "schedule: out of memory"), NULL;
+    k->cap = cap;
+  }
+  int64_t arg[2] = {-1 - (int64_t)k->n, u->ints[1]};
+  const UOp *ph = uop_new(w->ctx, UJ_OP_BUFFER, u->dtype, NULL, 0, (Arg){u->name, arg, 2});
+  if (!ph) return NULL;
+  k->actual[k->n] = u, k->placeholder[k->n++] = ph;
+  return ph;
+}
+
+bool schedule_cache_key(Ctx *ctx, const UOp *sink, const UOp *const *into, CacheKey *key) {
+  *key = (CacheKey){0};
+  KeyWalk w = {ctx, key};
+  key->sink = graph_substitute(ctx, sink, placeholder, &w);
+  bool ok = key->sink != NULL;
+  if (ok && into && sink->nsrc) {
+    key->into = calloc(sink->nsrc, sizeof *key->into);
+    ok = key->into != NULL;
+    if (!ok) ctx_set_error(ctx, "schedule: out of memory");
+    for (size_t i = 0; ok && i < sink->nsrc; i++)
+      ok = !into[i] || (key->into[i] = graph_substitute(ctx, into[i], placeholder, &w)) != NULL;
+  }
+  if (!ok) schedule_cache_key_free(key);
+  return ok;
+}
+
+void schedule_cache_key_free(CacheKey *key) {
+  free(key->into), free(key->actual), free(key->placeholder);
+  *key = (CacheKey){0};
+}
+
 /* ---- finding and keeping ---- */
 
-Schedule *schedule_cache_find(ScheduleCache *c, Ctx *ctx, const UOp *sink, const UOp *const *into,
-                              int64_t *next_buffer_id) {
-  const Entry *e = entry_of(c, sink);
-  if (!e->sink || !same_into(e, into, sink->nsrc)) return NULL;
-  Renumbering r = {ctx, e->first_id, e->first_id + e->nids, *next_buffer_id};
+Schedule *schedule_cache_find(ScheduleCache *c, Ctx *ctx, const CacheKey *key, int64_t *next_buffer_id) {
+  const Entry *e = entry_of(c, key->sink);
+  if (!e->sink || !same_into(e, key->into, key->sink->nsrc)) return NULL;
+  Renumbering r = {ctx, e->first_id, e->first_id + e->nids, *next_buffer_id, key, false};
   Schedule *s = schedule_copy(e->schedule, &r);
   if (s) *next_buffer_id += e->nids, c->hits++;
   return s;
 }
 
-void schedule_cache_put(ScheduleCache *c, const UOp *sink, const UOp *const *into,
-                        const Schedule *s, int64_t first_id, int64_t end_id) {
-  Schedule *copy = schedule_copy(s, &(Renumbering){NULL, 0, 0, 0});
-  const UOp **into_copy = into ? copy_of(into, sink->nsrc, sizeof *into) : NULL;
-  if (!copy || (into && sink->nsrc && !into_copy)) {
+void schedule_cache_put(ScheduleCache *c, Ctx *ctx, const CacheKey *key, const Schedule *s, int64_t first_id, int64_t end_id) {
+  const UOp *sink = key->sink;
+  Schedule *copy = schedule_copy(s, &(Renumbering){ctx, 0, 0, 0, key, true});
+  const UOp **into_copy = key->into ? copy_of(key->into, sink->nsrc, sizeof *key->into) : NULL;
+  if (!copy || (key->into && sink->nsrc && !into_copy)) {
     schedule_free(copy), free(into_copy);
     return; /* out of memory: not kept */
   }

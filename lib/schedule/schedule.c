@@ -138,7 +138,10 @@ static bool cut_costly_broadcasts(Ctx *ctx, const UOp *const *nodes, size_t n, C
 /* Users before sources: a node is broadcast when an EXPAND reads it, or
  * a node that is broadcast and not cut does. A broadcast REDUCE is cut,
  * and so is a broadcast costly op (schedule_is_costly) and a broadcast
- * RESHAPE merging permuted axes (merges_permuted). Then sources first: a node
+ * RESHAPE merging permuted axes (merges_permuted), and a REDUCE that a PAD
+ * reads (the gradient of a tensor cut in parts, c_attn's q, k and v, is a
+ * sum of padded GEMMs: fused, one kernel ran the three reductions element
+ * by element with masked loads). Then sources first: a node
  * holding a REDUCE that is not cut, read by two nodes, is cut (attention's
  * scaled scores: their max and their exp would each compute them). bcast
  * bit 1: broadcast; bit 2: holds a REDUCE not cut. The sink's nodes are
@@ -170,6 +173,11 @@ static bool find_cuts(Ctx *ctx, const UOp *sink, const UOp *const *into, Cuts *c
     const UOp *u = nodes[k];
     if ((is_tensor_reduce(u) || schedule_is_costly(u) || merges_permuted(u)) && bcast[k]) cut[k] = 1;
     if (u->op == UJ_OP_SCATTER) cut[k] = 1; /* its kernel loops over its values, not its elements */
+    if (u->op == UJ_OP_PAD) { /* a padded reduction is cut: fused, it would run for the pad's zeros too */
+      const UOp *v = u->src[0];
+      while (op_has((Op)v->op, OPF_MOVEMENT) && !cut[at(c, v)]) v = v->src[0];
+      if (is_tensor_reduce(v)) cut[at(c, v)] = 1;
+    }
     for (uint32_t i = 0; u != sink && i < u->nsrc; i++)
       bcast[at(c, u->src[i])] |= u->op == UJ_OP_EXPAND || (bcast[k] && !cut[k]); /* bit 1 only so far */
   }
@@ -722,11 +730,15 @@ Schedule *schedule_make(Ctx *ctx, const UOp *const *roots, size_t nroots, const 
   if (!sink) return ctx_set_error(ctx, "schedule: out of memory"), NULL;
   if (known) sink = graph_substitute(ctx, sink, known, user);
   if (!sink) return NULL;
-  Schedule *s = cache ? schedule_cache_find(cache, ctx, sink, into, next_buffer_id) : NULL;
-  if (s) return s;
-  int64_t first_id = *next_buffer_id;
-  s = schedule_build(ctx, sink, into, next_buffer_id, target);
-  if (s && cache) schedule_cache_put(cache, sink, into, s, first_id, *next_buffer_id);
+  CacheKey key;
+  if (cache && !schedule_cache_key(ctx, sink, into, &key)) return NULL;
+  Schedule *s = cache ? schedule_cache_find(cache, ctx, &key, next_buffer_id) : NULL;
+  if (!s) {
+    int64_t first_id = *next_buffer_id;
+    s = schedule_build(ctx, sink, into, next_buffer_id, target);
+    if (s && cache) schedule_cache_put(cache, ctx, &key, s, first_id, *next_buffer_id);
+  }
+  if (cache) schedule_cache_key_free(&key);
   return s;
 }
 

@@ -169,13 +169,24 @@ void kernel_walk_free(KernelWalk *w);
 bool schedule_fuse_online(Ctx *ctx, const UOp **sink, Cuts *cuts, const ScheduleTarget *t);
 
 /* ---- cache.c, for schedule_make ---- */
-/* A copy of the schedule kept for sink and into (NULL when none, or out
- * of memory), its new BUFFERs numbered from *next_buffer_id (advanced). */
-Schedule *schedule_cache_find(ScheduleCache *c, Ctx *ctx, const UOp *sink, const UOp *const *into,
-                              int64_t *next_buffer_id);
-/* Keeps a copy of s, the schedule of sink and into, which made the
- * BUFFERs first_id .. end_id - 1 (nothing when out of memory). */
-void schedule_cache_put(ScheduleCache *c, const UOp *sink, const UOp *const *into, const Schedule *s,
-                        int64_t first_id, int64_t end_id);
+/* A graph as the cache knows it: sink and into with their BUFFERs
+ * replaced by placeholders (BUFFER ids -1, -2, ... in the order met;
+ * actual[k] is placeholder[k]'s buffer). */
+typedef struct CacheKey {
+  const UOp *sink;
+  const UOp **into; /* NULL when into was */
+  const UOp **actual, **placeholder;
+  size_t n, cap;
+} CacheKey;
+/* false (error set) when out of memory; the key is freed then. */
+bool schedule_cache_key(Ctx *ctx, const UOp *sink, const UOp *const *into, CacheKey *key);
+void schedule_cache_key_free(CacheKey *key);
+/* A copy of the schedule kept for key's graph, naming key's buffers
+ * (NULL when none, or out of memory), its new BUFFERs numbered from
+ * *next_buffer_id (advanced). */
+Schedule *schedule_cache_find(ScheduleCache *c, Ctx *ctx, const CacheKey *key, int64_t *next_buffer_id);
+/* Keeps a copy of s, the schedule of key's graph, which made the BUFFERs
+ * first_id .. end_id - 1 (nothing when out of memory). */
+void schedule_cache_put(ScheduleCache *c, Ctx *ctx, const CacheKey *key, const Schedule *s, int64_t first_id, int64_t end_id);
 
 #endif
