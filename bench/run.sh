@@ -11,6 +11,8 @@
 #   train  build/bench_train [STEPS]   training steps vs PyTorch (bench/train_peer.py):
 #          an MLP and a 2-layer GPT (AdamW), 1 and 2 threads; then the MLP's
 #          step at step 10 and at step STEPS (default 10000: about 3 minutes)
+#   gpt2   bench/bench_gpt2.sh build/gpt2   a GPT-2 training step (small and 124M)
+#          vs PyTorch (tools/gpt2/train_torch.py), 1 and 2 threads (docs/gpt2.md)
 #
 # Usage: bench/run.sh            every benchmark, with its defaults
 #        bench/run.sh NAME [ARGS]  one benchmark, ARGS passed to it
@@ -19,18 +21,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-benches=(core jit peers scale train)
+benches=(core jit peers scale train gpt2)
 if [ $# -gt 0 ]; then
   case "$1" in
-    core | jit | peers | scale | train) benches=("$1"); shift ;;
-    *) echo "usage: bench/run.sh [core|jit|peers|scale|train] [ARGS]" >&2; exit 2 ;;
+    core | jit | peers | scale | train | gpt2) benches=("$1"); shift ;;
+    *) echo "usage: bench/run.sh [core|jit|peers|scale|train|gpt2] [ARGS]" >&2; exit 2 ;;
   esac
 fi
 build="${UJ_BENCH_BUILD:-build}"
 
 # The peers first: CMake links OpenBLAS into bench_peers only if it finds it.
 # A failed install is not fatal: the absent peers' columns say so.
-if [[ " ${benches[*]} " == *" peers "* || " ${benches[*]} " == *" train "* ]]; then
+if [[ " ${benches[*]} " == *" peers "* || " ${benches[*]} " == *" train "* || " ${benches[*]} " == *" gpt2 "* ]]; then
   bench/install_peers.sh || echo "bench: some peers could not be installed; their columns will say absent" >&2
   # OpenBLAS 0.3.21 (Debian 12) does not know newer CPUs and falls back to
   # its SSE3 (Prescott) kernels: name its fastest core for this CPU. On
@@ -47,7 +49,11 @@ fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 targets=()
 for name in "${benches[@]}"; do
-  if [ "$name" = scale ]; then targets+=(uopjit_tool); else targets+=("bench_$name"); fi
+  case "$name" in
+    scale) targets+=(uopjit_tool) ;;
+    gpt2) targets+=(gpt2) ;;
+    *) targets+=("bench_$name") ;;
+  esac
 done
 cmake --build "$build" -j"${UJ_JOBS:-2}" --target "${targets[@]}" >/dev/null
 
@@ -72,9 +78,10 @@ paste_table() {
 
 for name in "${benches[@]}"; do
   if [ "$name" = scale ]; then python3 bench/scale.py "$build/uopjit" "$@" >"$table"
+  elif [ "$name" = gpt2 ]; then scripts/gpt2-data.sh >/dev/null && bench/bench_gpt2.sh "$build/gpt2" >"$table"
   else "$build/bench_$name" "$@" >"$table"
   fi
-  if [ "$name" = train ]; then
+  if [ "$name" = train ] || [ "$name" = gpt2 ]; then
     printf '\n%s, %s; PyTorch %s.\n' "${cpu:-unknown CPU}" "$(date -u +%Y-%m-%d)" \
       "$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent)" >>"$table"
   elif [ "$name" != peers ]; then # bench_peers writes its own machine line

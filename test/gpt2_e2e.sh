@@ -7,7 +7,8 @@
 # configuration for 12 steps with a checkpoint at step 6 and checks its
 # losses against PyTorch's (test/data/gpt2_torch_losses.txt, made once by
 # tools/gpt2/train_torch.py from the same initial weights: step 1 within
-# 1e-5 relative, every step within 1e-3), then stops a second run after
+# 1e-5 relative, every step within 1e-3; the same for 4 steps of two
+# micro-batches each, gpt2_torch_losses_accum.txt), then stops a second run after
 # step 6 and resumes it: its log must equal the first run's, bit for bit.
 # Samples from the checkpoint (the same seed twice: the same text), and
 # checks the error paths: a missing data folder, a corrupt checkpoint, an
@@ -39,17 +40,24 @@ grep -q '<svg' "$tmp/a/loss.svg" || fail "no loss curve"
 [ -s "$tmp/a/checkpoint.safetensors" ] || fail "no checkpoint"
 
 # Against PyTorch: step 1 within 1e-5 relative, every step within 1e-3.
-awk '
-  FNR == NR && /^step/ { theirs[$2] = $4; n++; next }
-  FNR != NR && /^[0-9]/ {
-    if (!($1 in theirs)) { print "no PyTorch loss for step " $1; bad = 1; next }
-    rel = ($2 - theirs[$1]) / theirs[$1]; if (rel < 0) rel = -rel
-    bound = $1 == 1 ? 1e-5 : 1e-3; seen++
-    printf "step %d: uopjit %.7f PyTorch %.7f relative %.1e\n", $1, $2, theirs[$1], rel
-    if (rel > bound) { printf "step %d: %.2e > %g\n", $1, rel, bound; bad = 1 }
-  }
-  END { if (seen != n || n == 0) { print "steps: " seen " of " n; bad = 1 } exit bad }
-' "$root/test/data/gpt2_torch_losses.txt" "$tmp/a/log.tsv" >"$tmp/compare.out" || fail "the losses are not PyTorch's: $(cat "$tmp/compare.out")"
+against_torch() { # LOG EXPECTED
+  awk '
+    FNR == NR && /^step/ { theirs[$2] = $4; n++; next }
+    FNR != NR && /^[0-9]/ {
+      if (!($1 in theirs)) { print "no PyTorch loss for step " $1; bad = 1; next }
+      rel = ($2 - theirs[$1]) / theirs[$1]; if (rel < 0) rel = -rel
+      bound = $1 == 1 ? 1e-5 : 1e-3; seen++
+      printf "step %d: uopjit %.7f PyTorch %.7f relative %.1e\n", $1, $2, theirs[$1], rel
+      if (rel > bound) { printf "step %d: %.2e > %g\n", $1, rel, bound; bad = 1 }
+    }
+    END { if (seen != n || n == 0) { print "steps: " seen " of " n; bad = 1 } exit bad }
+  ' "$2" "$1" >"$tmp/compare.out" || fail "$(basename "$1"): the losses are not PyTorch's: $(cat "$tmp/compare.out")"
+}
+against_torch "$tmp/a/log.tsv" "$root/test/data/gpt2_torch_losses.txt"
+# Two micro-batches a step, clipped harder: the gradients accumulated.
+"$gpt2" train --data "$tmp/data" --size tiny --batch 2 --seq 32 --accum 2 --steps 4 --warmup 1 --lr 1e-3 --min-lr 1e-4 \
+  --val-every 0 --seed 7 --clip 0.5 --out "$tmp/acc" >"$tmp/acc.out" || fail "training with --accum 2 failed: $(tail -3 "$tmp/acc.out")"
+against_torch "$tmp/acc/log.tsv" "$root/test/data/gpt2_torch_losses_accum.txt"
 
 # Stopped after step 6, resumed: the same losses, bit for bit.
 "$gpt2" train "${opts[@]}" --out "$tmp/b" --stop-after 6 >"$tmp/b.out" || fail "the first half failed"
