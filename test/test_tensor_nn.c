@@ -61,6 +61,14 @@ static void test_matmul(uj_session *s, Rng *r) {
   test_matmul_size(s, r, 127, 255, 63, true);
   test_matmul_size(s, r, 64, 96, 64, true);  /* blocked 8 x 32, tiles, a staged panel (docs/opt.md) */
   test_matmul_size(s, r, 48, 72, 24, true);  /* blocked 8 x 8 on AVX-512 */
+  const char *device = getenv("UJ_DEVICE");
+  if (!device || !strcmp(device, "CPU")) { /* a long k, cut in 5 chunks of 4096 on the CPU (docs/schedule.md "Long sums") */
+    test_matmul_size(s, r, 64, 20480, 64, false);
+    uj_tensor *a = uj_tensor_ones(s, UJ_FLOAT32, SHAPE(64, 20480)), *b = uj_tensor_ones(s, UJ_FLOAT32, SHAPE(20480, 64));
+    uj_tensor *c = uj_tensor_matmul(a, b);
+    CHECK(uj_tensor_kernel_count(c) == 2, "a GEMM over k 20480: %zu kernels, not the chunks' and their sum", uj_tensor_kernel_count(c));
+    uj_tensor_free(a), uj_tensor_free(b), uj_tensor_free(c);
+  }
   /* batched: (2,1,3,4) @ (5,4,2) -> (2,5,3,2) */
   double *a, *b, c[60], mag[60], want[60], wmag[60];
   uj_tensor *ta = random_f32(s, r, SHAPE(2, 1, 3, 4), -1, 1, false, &a),

@@ -7,7 +7,8 @@
  * L / sum_chunks): a STAGE of the sum of each contiguous chunk, then the
  * sum of those partials, in the REDUCE's shape; on a GPU, a sum over an
  * axis that is not the innermost with few outputs (a GEMV) in chunks
- * along that axis (split_across). The tensor graph says
+ * along that axis (split_across); on a CPU, a GEMM over a long k in
+ * chunks of k, a batch of GEMMs, then their sum (split_k). The tensor graph says
  * "sum over these axes"; this regrouping is the target's (within the
  * evaluator's bound, docs/semantics.md "Reassociation"). */
 #include <string.h>
@@ -92,6 +93,57 @@ static const UOp *split_across(const Split *sp, const UOp *rebuilt) {
   return total ? reshape(ctx, total, rebuilt->shape, rebuilt->ndim) : NULL;
 }
 
+static const UOp *permute(Ctx *ctx, const UOp *x, const int64_t *order) {
+  if (!x) return NULL;
+  DType d = x->dtype;
+  return node(ctx, UJ_OP_PERMUTE, d, &x, 1, (Arg){NULL, order, x->ndim});
+}
+
+/* x (.., S, L/S, ..) with the chunk axis moved first; a product of
+ * like-shaped factors stays a product of permuted factors. */
+static const UOp *chunks_first(Ctx *ctx, const UOp *x, const int64_t *order) {
+  if (!x || x->op != UJ_OP_MUL) return permute(ctx, x, order);
+  const UOp *ab[2] = {permute(ctx, x->src[0], order), permute(ctx, x->src[1], order)};
+  return ab[0] && ab[1] ? node(ctx, UJ_OP_MUL, x->dtype, ab, 2, arg_none()) : NULL;
+}
+
+/* A CPU's GEMM over a long k (a language model's head: dlogits @ wte
+ * sums over 50257 tokens of the vocabulary): its register blocks would
+ * each stream k rows of the other operand, which no cache holds (its
+ * panel, k x 32 columns, is over the stack's budget, so nothing is
+ * staged and the whole operand is read again for every row block). Cut
+ * along k into S chunks (S the smallest divisor of k leaving chunks of at
+ * most SPLIT_K_CHUNK): S GEMMs over a chunk each, as a batch (the chunk
+ * axis first, so each is a GEMM over the rows that the tiler stages),
+ * then the S partials summed. */
+enum { SPLIT_K_MIN = 16384, SPLIT_K_CHUNK = 4096, SPLIT_K_MIN_OUTPUTS = 4096 };
+
+static const UOp *split_k(const Split *sp, const UOp *rebuilt) {
+  const UOp *x = rebuilt->src[0];
+  if (sp->t->kind != TARGET_DESC_CPU || rebuilt->nints != 1 || strcmp(rebuilt->name, "MULACC") || x->ndim + 1 > SPLIT_MAX_DIMS)
+    return rebuilt;
+  int64_t axis = rebuilt->ints[0], length = x->shape[axis], outputs = 1, chunks = 0;
+  for (unsigned i = 0; i < x->ndim; i++) outputs *= i == axis ? 1 : x->shape[i];
+  if (length < SPLIT_K_MIN || outputs < SPLIT_K_MIN_OUTPUTS) return rebuilt;
+  for (int64_t s = 2; s <= length / 2 && !chunks; s++)
+    if (length % s == 0 && length / s <= SPLIT_K_CHUNK) chunks = s;
+  if (!chunks) return rebuilt; /* a prime k: no chunks (the GEMM stays whole) */
+  Ctx *ctx = sp->ctx;
+  unsigned nd = x->ndim + 1;
+  int64_t shape[SPLIT_MAX_DIMS], order[SPLIT_MAX_DIMS], n = 1;
+  memcpy(shape, x->shape, (size_t)axis * sizeof *shape);
+  shape[axis] = chunks, shape[axis + 1] = length / chunks;
+  memcpy(shape + axis + 2, x->shape + axis + 1, (x->ndim - (size_t)axis - 1) * sizeof *shape);
+  order[0] = axis; /* (S, the rest in order, L/S last) */
+  for (unsigned i = 0; i < nd; i++)
+    if (i != axis && i != axis + 1) order[n++] = i;
+  order[n] = axis + 1;
+  const UOp *partial = reduce(ctx, "MULACC", chunks_first(ctx, reshape_product(ctx, x, shape, nd), order), (int64_t)nd - 1);
+  partial = partial ? node(ctx, UJ_OP_STAGE, partial->dtype, &partial, 1, arg_none()) : NULL;
+  const UOp *total = reduce(ctx, "ADD", partial, 0);
+  return total ? reshape(ctx, total, rebuilt->shape, rebuilt->ndim) : NULL;
+}
+
 static const UOp *split_sum(void *user, const UOp *u, const UOp *rebuilt) {
   const Split *sp = user;
   const TargetDesc *t = sp->t;
@@ -104,6 +156,8 @@ static const UOp *split_sum(void *user, const UOp *u, const UOp *rebuilt) {
   bool trailing = n > 0 && lead + 2 <= SPLIT_MAX_DIMS;
   for (unsigned i = 0; i < n; i++) count *= x->shape[rebuilt->ints[i]], trailing &= rebuilt->ints[i] == lead + i;
   int64_t block = (int64_t)t->sum_chunks * (t->sum_chunk_step ? t->sum_chunk_step : 1);
+  const UOp *gemm = split_k(sp, rebuilt); /* rebuilt when it is no long GEMM */
+  if (gemm != rebuilt) return gemm;
   if (!trailing || (n == 1 && count < (int64_t)t->sum_split_min)) return split_across(sp, rebuilt);
   if (count < (int64_t)t->sum_split_min || count % block) return rebuilt;
   Ctx *ctx = sp->ctx;
