@@ -1,11 +1,14 @@
 /* sample.c — drawing tokens from a checkpoint with a key/value cache
  * (sample.h). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
 #include "sample.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bpe.h"
 #include "checkpoint.h"
@@ -104,21 +107,34 @@ static void sampler_close(Sampler *r) {
   uj_session_free(r->s);
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static bool generate(Sampler *r, const sample_opts *o) {
   uint64_t rng = o->seed;
   const gpt2_config *c = &r->model->cfg;
+  double t0 = now_s(), t1 = t0;
+  int drawn = 0;
   if (r->prompt[0] != bpe_eot(r->tok) || r->nprompt > 1) fputs(o->prompt, stdout);
   for (size_t i = 0; i < r->nprompt; i++)
     if (!gpt2_decode(r->model, &r->cache, r->prompt[i], r->logits)) return snprintf(r->err, sizeof r->err, "decoding the prompt failed"), false;
   for (int n = 0; n < o->tokens; n++) {
+    if (n == 1) t1 = now_s(); /* the first token's step compiled the graph */
     double u = (double)(splitmix64(&rng) >> 11) * 0x1p-53;
     int32_t next = sample_pick(r->logits, c->vocab, o->temperature, o->top_k, u, r->scratch);
     if (next == bpe_eot(r->tok) || next >= (int32_t)bpe_vocab_size(r->tok)) break;
     if (!put_token(r->tok, next, r->err, sizeof r->err)) return false;
     if (r->cache.len >= c->context) break;
     if (!gpt2_decode(r->model, &r->cache, next, r->logits)) return snprintf(r->err, sizeof r->err, "decoding failed"), false;
+    drawn++;
   }
   fputc('\n', stdout);
+  double t2 = now_s();
+  fprintf(stderr, "gpt2 sample: %zu prompt tokens and %d drawn in %.2f s (%.1f ms a token after the first)\n", r->nprompt, drawn, t2 - t0,
+          drawn > 1 ? (t2 - t1) * 1e3 / (drawn - 1) : NAN);
   return true;
 }
 

@@ -5,7 +5,8 @@
 Usage: train_torch.py INIT.safetensors DATA_DIR [options]
   options as gpt2 train's: --batch B --seq T --accum K --steps N --warmup N
   --lr X --min-lr X --weight-decay X --clip X --seed N --threads N
-  --val-every N --val-batches N
+  --val-every N --val-batches N --float64 1 (the same run in float64: how far
+  float32 rounding alone moves the losses, docs/gpt2.md)
 
 INIT is the initial weights that `gpt2 train --save-init FILE` wrote (its
 configuration is read off the shapes and its metadata); DATA_DIR holds the
@@ -70,7 +71,7 @@ class Options:
     def __init__(self, argv):
         self.batch, self.seq, self.accum, self.steps, self.warmup = 4, 0, 1, 100, 10
         self.lr, self.min_lr, self.weight_decay, self.clip, self.seed = 6e-4, 6e-5, 0.1, 1.0, 1
-        self.threads, self.val_every, self.val_batches = 1, 50, 8
+        self.threads, self.val_every, self.val_batches, self.float64 = 1, 50, 8, 0
         it = iter(argv)
         for flag in it:
             name = flag.lstrip("-").replace("-", "_")
@@ -120,6 +121,8 @@ def main():
     d = params["wte.weight"].shape[1]
     heads = int(meta.get("heads", d // 64))
     t = o.seq or params["wpe.weight"].shape[0]
+    if o.float64:
+        params = {n: v.double() for n, v in params.items()}
     for v in params.values():
         v.requires_grad_()
     names = list(params)
