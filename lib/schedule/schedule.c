@@ -242,8 +242,11 @@ static bool met(KernelWalk *w, const UOp *u, bool *ok) {
   return before;
 }
 
-size_t schedule_kernel_weight(KernelWalk *w, const Cuts *cuts, const UOp *top, size_t limit) {
-  size_t total = 0, nscopes = 0, sp = 0;
+/* The walk of schedule_kernel_weight; with loads_of, what it counts is
+ * instead the full-size reads (BUFFERs and cut nodes of at least
+ * loads_of elements), and it stops after `limit` nodes too. */
+static size_t kernel_walk(KernelWalk *w, const Cuts *cuts, const UOp *top, size_t limit, int64_t loads_of) {
+  size_t total = 0, nscopes = 0, sp = 0, seen = 0;
   bool ok = room(&w->scopes, 0, &w->cap_scopes);
   if (ok) w->scopes[nscopes++] = top;
   while (ok && nscopes > 0 && total <= limit) { /* a scope: top's, or a REDUCE's value */
@@ -254,11 +257,17 @@ size_t schedule_kernel_weight(KernelWalk *w, const Cuts *cuts, const UOp *top, s
     while (ok && sp > 0 && total <= limit) {
       const UOp *u = w->stack[--sp];
       w->num.ctx->work++;
-      if (u != top && cuts_is_cut(cuts, u)) {
+      bool read = u != top && cuts_is_cut(cuts, u);
+      if (loads_of) {
+        int64_t n = u->op == UJ_OP_BUFFER ? u->ints[1] : shape_numel(u->shape, u->ndim);
+        read = (read || u->op == UJ_OP_BUFFER) && n >= loads_of;
+        total += read;
+        if (++seen > limit) break;
+        if (u != top && cuts_is_cut(cuts, u)) continue;
+      } else if (read) {
         total += 1;
         continue;
-      }
-      total += schedule_weight(u);
+      } else total += schedule_weight(u);
       if (is_tensor_reduce(u)) {
         ok = room(&w->scopes, nscopes, &w->cap_scopes);
         if (ok) w->scopes[nscopes++] = u->src[0];
@@ -271,6 +280,10 @@ size_t schedule_kernel_weight(KernelWalk *w, const Cuts *cuts, const UOp *top, s
   }
   if (!ok) ctx_set_error(w->num.ctx, "schedule: out of memory");
   return ok ? total : SIZE_MAX;
+}
+
+size_t schedule_kernel_weight(KernelWalk *w, const Cuts *cuts, const UOp *top, size_t limit) {
+  return kernel_walk(w, cuts, top, limit, 0);
 }
 
 /* The kernels' sizes, sources first: est, by place in t, is the weight of
@@ -324,6 +337,14 @@ static bool budget_node(Budget *b, const UOp *u, bool shared) {
   if (shared && e > SCHEDULE_SHARED_BUDGET && e != SIZE_MAX && cuttable(b->cuts, u)) {
     e = schedule_kernel_weight(&b->walk, b->cuts, u, SCHEDULE_SHARED_BUDGET);
     if (e > SCHEDULE_SHARED_BUDGET && e != SIZE_MAX && !cuts_set(b->cuts, u, true)) return false;
+  }
+  /* a value read in several kernels that reads more than SCHEDULE_SHARED_LOADS
+   * arrays of its own size (a transformer's residual stream, the sum of every
+   * layer's outputs so far) is written once, not summed again in each */
+  if (shared && e != SIZE_MAX && e > SCHEDULE_SHARED_LOADS && cuttable(b->cuts, u) && !cuts_is_cut(b->cuts, u)) {
+    size_t loads = kernel_walk(&b->walk, b->cuts, u, SCHEDULE_SHARED_BUDGET, shape_numel(u->shape, u->ndim));
+    if (loads == SIZE_MAX) return false;
+    if (loads > SCHEDULE_SHARED_LOADS && !cuts_set(b->cuts, u, true)) return false;
   }
   if (e == SIZE_MAX) return false;
   b->est[topo_at(&b->t, u)] = e < WEIGHT_CAP ? (uint32_t)e : WEIGHT_CAP;

@@ -114,6 +114,8 @@ enum { SCHEDULE_KERNEL_BUDGET = 2048 };
  * written once: a chain of n kernels that each read the last one's value
  * would otherwise compute the whole chain again in each (n^2). */
 enum { SCHEDULE_SHARED_BUDGET = 256 };
+/* ... or when it reads more than this many arrays of its own size. */
+enum { SCHEDULE_SHARED_LOADS = 4 };
 /* What a tensor-level node adds to its kernel: 32 for EXP2, LOG2 and SIN
  * (lowered to polynomials: docs/transcendental.md), 0 for BUFFER, CONST
  * and DEFINE_VAR, else 1. */
