@@ -4,12 +4,12 @@
 # In: the gpt2 binary and the repository root (its data/gpt2 holds the
 # tokenizer's files, which scripts/gpt2-data.sh fetches). In a temporary
 # folder: tokenizes the fortunes (gpt2 prepare), trains the tiny
-# configuration for 12 steps with a checkpoint at step 6 and checks its
+# configuration for 100 steps and checks its
 # losses against PyTorch's (test/data/gpt2_torch_losses.txt, made once by
 # tools/gpt2/train_torch.py from the same initial weights: step 1 within
 # 1e-5 relative, every step within 1e-3; the same for 4 steps of two
 # micro-batches each, gpt2_torch_losses_accum.txt), then stops a second run after
-# step 6 and resumes it: its log must equal the first run's, bit for bit.
+# step 50 and resumes it: its log must equal the first run's, bit for bit.
 # Samples from the checkpoint (the same seed twice: the same text), and
 # checks the error paths: a missing data folder, a corrupt checkpoint, an
 # unknown option, a prompt longer than the context. Exits 1 naming the
@@ -31,10 +31,10 @@ ln -s "$tok/encoder.json" "$tok/vocab.bpe" "$tmp/data/"
 grep -q "training tokens" "$tmp/prepare.out" || fail "prepare said: $(cat "$tmp/prepare.out")"
 
 # The run PyTorch's losses were made for (docs/gpt2.md, "Checked against PyTorch").
-opts=(--data "$tmp/data" --size tiny --batch 2 --seq 32 --steps 12 --warmup 3 --lr 1e-3 --min-lr 1e-4
-      --val-every 6 --val-batches 2 --seed 5)
+opts=(--data "$tmp/data" --size tiny --batch 2 --seq 32 --steps 100 --warmup 10 --lr 1e-3 --min-lr 1e-4
+      --val-every 50 --val-batches 2 --seed 5)
 "$gpt2" train "${opts[@]}" --out "$tmp/a" --save-init "$tmp/init.safetensors" >"$tmp/a.out" || fail "training failed: $(tail -3 "$tmp/a.out")"
-[ "$(grep -c '^step ' "$tmp/a.out")" = 12 ] || fail "12 progress lines expected: $(cat "$tmp/a.out")"
+[ "$(grep -c '^step ' "$tmp/a.out")" = 100 ] || fail "100 progress lines expected: $(cat "$tmp/a.out")"
 grep -q "tok/s" "$tmp/a.out" && grep -q " left" "$tmp/a.out" || fail "the progress line lacks tokens/s or the time left"
 grep -q '<svg' "$tmp/a/loss.svg" || fail "no loss curve"
 [ -s "$tmp/a/checkpoint.safetensors" ] || fail "no checkpoint"
@@ -59,9 +59,9 @@ against_torch "$tmp/a/log.tsv" "$root/test/data/gpt2_torch_losses.txt"
   --val-every 0 --seed 7 --clip 0.5 --out "$tmp/acc" >"$tmp/acc.out" || fail "training with --accum 2 failed: $(tail -3 "$tmp/acc.out")"
 against_torch "$tmp/acc/log.tsv" "$root/test/data/gpt2_torch_losses_accum.txt"
 
-# Stopped after step 6, resumed: the same losses, bit for bit.
-"$gpt2" train "${opts[@]}" --out "$tmp/b" --stop-after 6 >"$tmp/b.out" || fail "the first half failed"
-grep -q "stopped after step 6" "$tmp/b.out" || fail "no stop message: $(tail -2 "$tmp/b.out")"
+# Stopped after step 50, resumed: the same losses, bit for bit.
+"$gpt2" train "${opts[@]}" --out "$tmp/b" --stop-after 50 >"$tmp/b.out" || fail "the first half failed"
+grep -q "stopped after step 50" "$tmp/b.out" || fail "no stop message: $(tail -2 "$tmp/b.out")"
 "$gpt2" train --resume "$tmp/b/checkpoint.safetensors" --data "$tmp/data" --out "$tmp/b" >"$tmp/b2.out" || fail "resuming failed: $(tail -3 "$tmp/b2.out")"
 grep -q "resumed" "$tmp/b2.out" || fail "the resumed run does not say so"
 cmp -s "$tmp/a/log.tsv" "$tmp/b/log.tsv" || fail "the resumed run's log differs: $(diff "$tmp/a/log.tsv" "$tmp/b/log.tsv")"

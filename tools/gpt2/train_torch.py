@@ -5,7 +5,7 @@
 Usage: train_torch.py INIT.safetensors DATA_DIR [options]
   options as gpt2 train's: --batch B --seq T --accum K --steps N --warmup N
   --lr X --min-lr X --weight-decay X --clip X --seed N --threads N
-  --val-every N --val-batches N --float64 1 (the same run in float64: how far
+  --val-every N --val-batches N --stop-after N --float64 1 (the same run in float64: how far
   float32 rounding alone moves the losses, docs/gpt2.md)
 
 INIT is the initial weights that `gpt2 train --save-init FILE` wrote (its
@@ -71,7 +71,7 @@ class Options:
     def __init__(self, argv):
         self.batch, self.seq, self.accum, self.steps, self.warmup = 4, 0, 1, 100, 10
         self.lr, self.min_lr, self.weight_decay, self.clip, self.seed = 6e-4, 6e-5, 0.1, 1.0, 1
-        self.threads, self.val_every, self.val_batches, self.float64 = 1, 50, 8, 0
+        self.threads, self.val_every, self.val_batches, self.float64, self.stop_after = 1, 50, 8, 0, 0
         it = iter(argv)
         for flag in it:
             name = flag.lstrip("-").replace("-", "_")
@@ -136,7 +136,7 @@ def main():
         return torch.from_numpy(np.stack(ins)), torch.from_numpy(np.stack(outs))
 
     elapsed = 0.0
-    for step in range(o.steps):
+    for step in range(o.stop_after if 0 < o.stop_after < o.steps else o.steps):
         start = time.perf_counter()
         for g in opt.param_groups:
             g["lr"] = o.lr_at(step)
@@ -161,8 +161,9 @@ def main():
                     offsets = [span * (i * o.batch + r) // (count - 1) if count > 1 else 0 for r in range(o.batch)]
                     losses.append(gpt2_loss(params, layers, heads, *batch(val, offsets)).item())
                 print(f"val {step + 1} {sum(losses) / len(losses):.9g}", flush=True)
-    if o.steps > 1:
-        print(f"ms {elapsed * 1e3 / (o.steps - 1):.4f}", flush=True)
+    ran = o.stop_after if 0 < o.stop_after < o.steps else o.steps
+    if ran > 1:
+        print(f"ms {elapsed * 1e3 / (ran - 1):.4f}", flush=True)
 
 
 main()
