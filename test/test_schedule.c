@@ -71,6 +71,17 @@ static void test_kernel_counts(uj_session *s) {
         uj_tensor_kernel_count(uj_tensor_matmul(light, wide)));
   CHECK(uj_tensor_kernel_count(uj_tensor_matmul(heavy, w)) == 1, "a heavy operand broadcast 4 times stays in: %zu",
         uj_tensor_kernel_count(uj_tensor_matmul(heavy, w)));
+  /* a value two kernels read (here: a column sum's and the root's) that sums more than 4 arrays of its
+   * size is written once (a transformer's residual stream); one of 3 arrays stays in both */
+  uj_tensor *stream = rnd(s, 64, 64, 20), *few = NULL;
+  for (int i = 0; i < 5; i++) {
+    stream = bin(UJ_BIN_ADD, stream, rnd(s, 64, 64, 21 + (uint64_t)i));
+    if (i == 1) few = stream;
+  }
+  uj_tensor *centered = bin(UJ_BIN_SUB, stream, uj_tensor_reduce(UJ_RED_SUM, stream, (int[]){0}, 1, true));
+  CHECK(uj_tensor_kernel_count(centered) == 3, "a sum of 6 arrays read by two kernels: written once: %zu kernels", uj_tensor_kernel_count(centered));
+  uj_tensor *centered_few = bin(UJ_BIN_SUB, few, uj_tensor_reduce(UJ_RED_SUM, few, (int[]){0}, 1, true));
+  CHECK(uj_tensor_kernel_count(centered_few) == 2, "a sum of 3 arrays read by two kernels: in each: %zu kernels", uj_tensor_kernel_count(centered_few));
 }
 
 /* Realized tensors are read, not computed again; equal graphs are one. */

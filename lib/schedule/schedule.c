@@ -340,8 +340,9 @@ static bool budget_node(Budget *b, const UOp *u, bool shared) {
   }
   /* a value read in several kernels that reads more than SCHEDULE_SHARED_LOADS
    * arrays of its own size (a transformer's residual stream, the sum of every
-   * layer's outputs so far) is written once, not summed again in each */
-  if (shared && e != SIZE_MAX && e > SCHEDULE_SHARED_LOADS && cuttable(b->cuts, u) && !cuts_is_cut(b->cuts, u)) {
+   * layer's outputs so far) is written once, not summed again in each (n
+   * arrays take n - 1 ops at least: a lighter value reads too few) */
+  if (shared && e != SIZE_MAX && e >= SCHEDULE_SHARED_LOADS && cuttable(b->cuts, u) && !cuts_is_cut(b->cuts, u)) {
     size_t loads = kernel_walk(&b->walk, b->cuts, u, SCHEDULE_SHARED_BUDGET, shape_numel(u->shape, u->ndim));
     if (loads == SIZE_MAX) return false;
     if (loads > SCHEDULE_SHARED_LOADS && !cuts_set(b->cuts, u, true)) return false;
