@@ -22,53 +22,9 @@
 
 #include "check.h"
 #include "tensor/npy.h"
+#include "tmp_dir.h"
 
 /* ---- helpers ---- */
-
-typedef struct TmpDir {
-  char dir[64];
-  char path[384]; /* the last file named by tmp_file */
-} TmpDir;
-
-static const char *tmp_file(TmpDir *t, const char *name) {
-  snprintf(t->path, sizeof t->path, "%s/%s", t->dir, name);
-  return t->path;
-}
-
-/* Empties and removes the folder; true when nothing was in the way. */
-static bool tmp_remove(TmpDir *t) {
-  DIR *d = opendir(t->dir);
-  struct dirent *ent;
-  bool ok = d != NULL;
-  while (d && (ent = readdir(d)) != NULL) {
-    if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0) continue;
-    ok = remove(tmp_file(t, ent->d_name)) == 0 && ok;
-  }
-  if (d) closedir(d);
-  return rmdir(t->dir) == 0 && ok;
-}
-
-static bool file_put(const char *path, const void *bytes, size_t n) {
-  FILE *f = fopen(path, "wb");
-  bool ok = f && fwrite(bytes, 1, n, f) == n;
-  return f && fclose(f) == 0 && ok;
-}
-
-/* The whole file, malloc'd; NULL when unreadable. */
-static unsigned char *file_get(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  struct stat st;
-  unsigned char *b = fstat(fileno(f), &st) == 0 ? malloc((size_t)st.st_size + 1) : NULL;
-  *n = b ? fread(b, 1, (size_t)st.st_size + 1, f) : 0;
-  fclose(f);
-  return b;
-}
-
-static bool file_exists(const char *path) {
-  struct stat st;
-  return lstat(path, &st) == 0;
-}
 
 /* A .npy file made by hand: magic, version, the header's length (2 bytes
  * for 1.0, 4 otherwise), header as given, then nd bytes of data. */

@@ -22,61 +22,9 @@
 
 #include "tensor/json.h"
 #include "tensor_util.h"
+#include "tmp_dir.h"
 
 /* ---- helpers ---- */
-
-typedef struct TmpDir {
-  char dir[64];
-  char path[384]; /* the last file named by tmp_file */
-} TmpDir;
-
-static const char *tmp_file(TmpDir *t, const char *name) {
-  snprintf(t->path, sizeof t->path, "%s/%s", t->dir, name);
-  return t->path;
-}
-
-/* The number of entries in the folder (temporary files left behind show). */
-static int tmp_count(TmpDir *t) {
-  DIR *d = opendir(t->dir);
-  struct dirent *ent;
-  int n = 0;
-  while (d && (ent = readdir(d)) != NULL)
-    n += strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0;
-  if (d) closedir(d);
-  return n;
-}
-
-/* Empties and removes the folder; true when nothing was in the way. */
-static bool tmp_remove(TmpDir *t) {
-  DIR *d = opendir(t->dir);
-  struct dirent *ent;
-  bool ok = d != NULL;
-  char path[384];
-  while (d && (ent = readdir(d)) != NULL) {
-    if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0) continue;
-    snprintf(path, sizeof path, "%s/%s", t->dir, ent->d_name);
-    ok = (remove(path) == 0) && ok;
-  }
-  if (d) closedir(d);
-  return rmdir(t->dir) == 0 && ok;
-}
-
-static bool file_put(const char *path, const void *bytes, size_t n) {
-  FILE *f = fopen(path, "wb");
-  bool ok = f && (n == 0 || fwrite(bytes, 1, n, f) == n);
-  return f && fclose(f) == 0 && ok;
-}
-
-/* The whole file, malloc'd; NULL when unreadable. */
-static unsigned char *file_get(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  struct stat st;
-  unsigned char *b = fstat(fileno(f), &st) == 0 ? malloc((size_t)st.st_size + 1) : NULL;
-  *n = b ? fread(b, 1, (size_t)st.st_size + 1, f) : 0;
-  fclose(f);
-  return b;
-}
 
 /* A safetensors file made by hand: the length len8 (8 bytes, little
  * endian), the header's hlen bytes, then nd bytes of data. */
