@@ -246,6 +246,14 @@ static void test_round_trip(uj_session *s, TmpDir *t) {
     CHECK_STR(uj_safetensors_meta(f, keys[i]), values[i], "meta %s", keys[i]);
   CHECK(uj_safetensors_meta(f, "absent") == NULL && uj_safetensors_meta(f, NULL) == NULL,
         "absent meta");
+  CHECK(uj_safetensors_meta_count(f) == 4 && uj_safetensors_meta_key(f, 4) == NULL, "4 metadata keys, not %zu",
+        uj_safetensors_meta_count(f));
+  for (size_t i = 0; i < 4 && uj_safetensors_meta_count(f) == 4; i++) { /* each once, in byte order */
+    const char *k = uj_safetensors_meta_key(f, i);
+    bool known = false;
+    for (size_t j = 0; j < 4 && k; j++) known = known || !strcmp(k, keys[j]);
+    CHECK(known && (i == 0 || strcmp(uj_safetensors_meta_key(f, i - 1), k) < 0), "metadata key %zu: %s", i, k ? k : "(null)");
+  }
   for (size_t i = 0; i < n; i++) {
     int d = UJ_SCALAR_COUNT - 1 - (int)(i / 4), k = (int)(i % 4);
     expect_tensor(s, f, np[i], (uj_scalar)d, shapes[k], ndims[k], data[i], bytes[i]);
@@ -380,6 +388,7 @@ static void test_read_variants(uj_session *s, TmpDir *t) {
   const char *order[] = {"b", "e1", "\xc3\xa9\xf0\x9f\x98\x80\"\\\n", "e0"};
   for (size_t i = 0; i < 4; i++) CHECK_STR(uj_safetensors_name(f, i), order[i], "name %zu", i);
   CHECK(uj_safetensors_meta(f, "format") == NULL, "no metadata");
+  CHECK(uj_safetensors_meta_count(f) == 0 && uj_safetensors_meta_key(f, 0) == NULL, "no metadata keys");
   expect_tensor(s, f, "b", UJ_INT32, (const int64_t[]){2}, 1, v + 1, 8);
   expect_tensor(s, f, order[2], UJ_INT32, NULL, 0, v, 4);
   expect_tensor(s, f, "e1", UJ_FLOAT64, (const int64_t[]){0, 4}, 2, NULL, 0);

@@ -89,6 +89,10 @@ const char *uj_safetensors_name(const uj_safetensors *f, size_t i);
 uj_tensor *uj_safetensors_get(uj_safetensors *f, const char *name);
 /* The __metadata__ value of key, or NULL; valid until the file is closed. */
 const char *uj_safetensors_meta(const uj_safetensors *f, const char *key);
+/* The number of __metadata__ entries, and key i of them (i < count, in
+ * byte order of the keys; NULL past it). */
+size_t uj_safetensors_meta_count(const uj_safetensors *f);
+const char *uj_safetensors_meta_key(const uj_safetensors *f, size_t i);
 /* Closes the file and frees f; names and values read from it go with it.
  * The tensors made from it stay. */
 void uj_safetensors_close(uj_safetensors *f);

@@ -467,6 +467,12 @@ const char *uj_safetensors_name(const uj_safetensors *f, size_t i) {
   return f && i < f->n ? f->tensors[i].name : NULL;
 }
 
+size_t uj_safetensors_meta_count(const uj_safetensors *f) { return f ? f->nmeta : 0; }
+
+const char *uj_safetensors_meta_key(const uj_safetensors *f, size_t i) {
+  return f && i < f->nmeta ? f->meta[i].key : NULL;
+}
+
 const char *uj_safetensors_meta(const uj_safetensors *f, const char *key) {
   if (!f || !key) return NULL;
   StMeta k = {(char *)key, NULL};

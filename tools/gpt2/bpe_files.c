@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "bpe_internal.h"
+#include "util.h"
 
 /* ---- bytes and their stand-ins ---- */
 
@@ -57,30 +58,6 @@ static int bytes_push(Bytes *b, char c) {
   }
   b->v[b->len++] = c;
   return 0;
-}
-
-/* ---- reading a file ---- */
-
-/* The whole file, malloc'd, its size in *len; NULL and "PATH: ..." when it
- * cannot be read. */
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return bpe_fail(err, errlen, "%s: cannot read: %s", path, strerror(errno)), NULL;
-  size_t n = 0, cap = 1 << 16;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap) break; /* the end, or an error */
-    char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap *= 2) : NULL;
-    if (!grown) free(buf);
-    buf = grown;
-  }
-  int error = ferror(f) ? errno : 0;
-  fclose(f);
-  if (buf && !error) return *len = n, buf;
-  free(buf);
-  if (!buf) return bpe_fail(err, errlen, "%s: out of memory", path), NULL;
-  return bpe_fail(err, errlen, "%s: cannot read: %s", path, strerror(error)), NULL;
 }
 
 /* ---- encoder.json ---- */
@@ -279,7 +256,7 @@ static int json_order_by_id(Json *j, BpeVocab *vocab) {
 int bpe_read_encoder(const char *path, BpeVocab *vocab, char *err, size_t errlen) {
   *vocab = (BpeVocab){0};
   Json j = {.path = path, .err = err, .errlen = errlen};
-  if (!(j.s = read_file(path, &j.len, err, errlen))) return -1;
+  if (!(j.s = gpt2_read_file(path, &j.len, err, errlen))) return -1;
   standin_table(j.standin);
   int rc = json_object(&j, vocab);
   if (rc == 0) rc = json_order_by_id(&j, vocab);
@@ -388,7 +365,7 @@ int bpe_read_merges(const char *path, const BpeVocab *vocab, BpeMap *ranks, char
                     size_t errlen) {
   *ranks = (BpeMap){0};
   size_t len;
-  char *text = read_file(path, &len, err, errlen);
+  char *text = gpt2_read_file(path, &len, err, errlen);
   if (!text) return -1;
   Merges m = {.path = path, .err = err, .errlen = errlen, .vocab = vocab};
   standin_table(m.standin);

@@ -93,11 +93,9 @@ bool checkpoint_peek(uj_session *s, const char *path, gpt2_config *cfg, gpt2_met
   uj_safetensors *f = uj_safetensors_open(s, path);
   if (!f) return snprintf(err, errlen, "%s", uj_session_error(s)), false;
   *meta = (gpt2_meta){0};
-  static const char *const keys[] = {"format", "step", "seed", "batch", "accum", "steps", "lr", "min_lr", "warmup", "weight_decay", "clip",
-                                     "val_every", "val_batches", "ckpt_every", "data", "T", "layers", "width", "heads", "context", "vocab"};
-  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-    const char *v = uj_safetensors_meta(f, keys[i]);
-    if (v) meta_set(meta, keys[i], "%s", v);
+  for (size_t i = 0; i < uj_safetensors_meta_count(f); i++) {
+    const char *key = uj_safetensors_meta_key(f, i);
+    meta_set(meta, key, "%s", uj_safetensors_meta(f, key));
   }
   *cfg = (gpt2_config){0};
   int64_t wte[2] = {0}, wpe[2] = {0};

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "bpe.h"
+#include "util.h"
 
 static const char MAGIC[8] = {'U', 'J', 'G', 'P', 'T', '2', 'T', '1'};
 
@@ -110,24 +111,6 @@ static char **fortune_files(const char *dir, size_t *count, char *err, size_t er
   return names;
 }
 
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-    n += got;
-    if (n == cap) {
-      char *grown = realloc(buf, cap *= 2);
-      if (!grown) free(buf);
-      buf = grown;
-    }
-  }
-  fclose(f);
-  *len = n;
-  return buf;
-}
-
 /* Encodes each entry of text[0..len) (entries end at a line "%") into
  * train or val, every tenth (counting across files by *entry) to val. */
 static bool encode_entries(bpe *tok, const char *text, size_t len, size_t *entry, Ids *train, Ids *val, char *err, size_t errlen) {
@@ -163,8 +146,8 @@ bool gpt2_prepare(const char *text_dir, const char *tok_dir, const char *out_dir
   for (size_t i = 0; ok && i < nfiles; i++) {
     size_t len = 0;
     snprintf(path, sizeof path, "%s/%s", text_dir, files[i]);
-    char *text = read_all(path, &len);
-    if (!text) ok = false, snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    char *text = gpt2_read_file(path, &len, err, errlen);
+    if (!text) ok = false;
     else ok = encode_entries(tok, text, len, &entry, &train, &val, err, errlen), bytes += len;
     free(text);
   }
@@ -182,15 +165,8 @@ bool gpt2_prepare(const char *text_dir, const char *tok_dir, const char *out_dir
 
 /* ---- batches ---- */
 
-static uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15u;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9u;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBu;
-  return x ^ (x >> 31);
-}
-
 uint64_t batch_offset(uint64_t seed, int64_t step, int micro, int row, size_t n, int T) {
-  uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ (uint64_t)step) ^ (uint64_t)micro << 32 ^ (uint64_t)row);
+  uint64_t h = gpt2_splitmix64(gpt2_splitmix64(gpt2_splitmix64(seed) ^ (uint64_t)step) ^ (uint64_t)micro << 32 ^ (uint64_t)row);
   return h % (uint64_t)(n - (size_t)T);
 }
 

@@ -1,17 +1,15 @@
 /* sample.c — drawing tokens from a checkpoint with a key/value cache
  * (sample.h). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
-
 #include "sample.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bpe.h"
 #include "checkpoint.h"
+#include "util.h"
 
 static int cmp_desc(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
@@ -39,13 +37,6 @@ int32_t sample_pick(const float *logits, int n, double temperature, int top_k, d
     if (run > target) return i;
   }
   return best;
-}
-
-static uint64_t splitmix64(uint64_t *state) {
-  uint64_t x = (*state += 0x9E3779B97F4A7C15u);
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9u;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBu;
-  return x ^ (x >> 31);
 }
 
 /* Writes the bytes of id to stdout. */
@@ -107,23 +98,18 @@ static void sampler_close(Sampler *r) {
   uj_session_free(r->s);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static bool generate(Sampler *r, const sample_opts *o) {
   uint64_t rng = o->seed;
   const gpt2_config *c = &r->model->cfg;
-  double t0 = now_s(), t1 = t0;
+  double t0 = gpt2_now_s(), t1 = t0;
   int drawn = 0;
   if (r->prompt[0] != bpe_eot(r->tok) || r->nprompt > 1) fputs(o->prompt, stdout);
   for (size_t i = 0; i < r->nprompt; i++)
     if (!gpt2_decode(r->model, &r->cache, r->prompt[i], r->logits)) return snprintf(r->err, sizeof r->err, "decoding the prompt failed"), false;
   for (int n = 0; n < o->tokens; n++) {
-    if (n == 1) t1 = now_s(); /* the first token's step compiled the graph */
-    double u = (double)(splitmix64(&rng) >> 11) * 0x1p-53;
+    if (n == 1) t1 = gpt2_now_s(); /* the first token's step compiled the graph */
+    double u = (double)(gpt2_splitmix64(rng) >> 11) * 0x1p-53;
+    rng += GPT2_SPLITMIX_STEP;
     int32_t next = sample_pick(r->logits, c->vocab, o->temperature, o->top_k, u, r->scratch);
     if (next == bpe_eot(r->tok) || next >= (int32_t)bpe_vocab_size(r->tok)) break;
     if (!put_token(r->tok, next, r->err, sizeof r->err)) return false;
@@ -132,7 +118,7 @@ static bool generate(Sampler *r, const sample_opts *o) {
     drawn++;
   }
   fputc('\n', stdout);
-  double t2 = now_s();
+  double t2 = gpt2_now_s();
   fprintf(stderr, "gpt2 sample: %zu prompt tokens and %d drawn in %.2f s (%.1f ms a token after the first)\n", r->nprompt, drawn, t2 - t0,
           drawn > 1 ? (t2 - t1) * 1e3 / (drawn - 1) : NAN);
   return true;

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "checkpoint.h"
 #include "curve.h"
 #include "data.h"
+#include "util.h"
 
 void train_defaults(train_opts *o) {
   *o = (train_opts){.cfg = o->cfg, .device = o->device, .data_dir = o->data_dir, .out_dir = o->out_dir};
@@ -29,12 +29,6 @@ double train_lr(const train_opts *o, int64_t step) {
   double progress = (double)(step - o->warmup) / (double)(o->steps - o->warmup - 1);
   if (progress > 1) progress = 1;
   return o->min_lr + 0.5 * (o->lr - o->min_lr) * (1 + cos(3.14159265358979323846 * progress));
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct Run {
@@ -228,9 +222,9 @@ static bool loop(Run *r) {
   bool ok = true;
   int64_t last = o->stop_after > first && o->stop_after < o->steps ? o->stop_after : o->steps;
   for (int64_t step = first; ok && step < last; step++) {
-    double t0 = now_s(), loss = NAN, val = NAN;
+    double t0 = gpt2_now_s(), loss = NAN, val = NAN;
     ok = train_step(r, step, &loss);
-    double dt = now_s() - t0;
+    double dt = gpt2_now_s() - t0;
     if (step > first) spent += dt, timed++; /* the first step compiles: not counted in the time left */
     if (ok && o->val_every && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) ok = val_loss(r, &val);
     if (!ok) break;
